@@ -1,0 +1,37 @@
+# The course's entry points. The first `make` creates .venv and installs into it.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+JOBS   ?= 2
+
+.PHONY: demo test bench install dynet-gpu clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+## make demo: the main job: train a small LSTM language model on the course corpus
+demo: $(STAMP)
+	$(PY) -m course train --cell lstm --corpus course --epochs 2 --batch-size 32 \
+	    --embed 64 --hidden 128 --out runs/demo
+
+## make test: the whole test suite (both cores: DyNet uses one per process)
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+
+## make bench: the benchmark tables in bench/ (minutes)
+bench: $(STAMP)
+	$(PY) bench/batch_speed.py
+
+## make dynet-gpu: build a CUDA-enabled DyNet into .venv-gpu (see README, "GPU DyNet")
+dynet-gpu:
+	bash gpu/build.sh
+
+clean:
+	rm -rf runs .pytest_cache

@@ -1,0 +1,51 @@
+"""Shared by the benchmark scripts: machine description, timing, markdown tables."""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "bench" / "results"
+
+
+def machine() -> str:
+    from course import runtime
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores | {runtime.describe()}"
+
+
+def median_time(fn, repeats: int = 3) -> float:
+    """Median wall time of fn() over repeats."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def table(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report(name: str, title: str, body: str, command: str):
+    """Print the result and keep a copy in bench/results/NAME.md."""
+    text = (f"# {title}\n\n{body}\n\nMachine: {machine()}\n\n"
+            f"Date: {time.strftime('%Y-%m-%d')}. Reproduce: `{command}`\n")
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.md").write_text(text)

@@ -1,0 +1,162 @@
+"""Corpora, vocabularies and minibatches.
+
+A corpus file holds one sentence per line, tokens separated by whitespace
+(``.txt``, or ``.txt.gz`` for the larger shipped files). A language model sees
+each sentence as ``<s> w_1 ... w_n </s>``: it reads ``<s> w_1 ... w_n`` and
+predicts ``w_1 ... w_n </s>``, so a sentence of n words has n + 1 predictions.
+Minibatches hold sentences of similar length (sorted), padded with ``</s>``;
+a float mask (1 = real word, 0 = padding) keeps the padding out of the loss.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+UNK, BOS, EOS = "<unk>", "<s>", "</s>"
+
+
+class DataError(ValueError):
+    """Input data the course cannot use; the message says what to do."""
+
+
+def read_sentences(path) -> list[list[str]]:
+    """Read one sentence per line (blank lines skipped) from a .txt or .txt.gz file."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"corpus file {path} does not exist; check the path, or run "
+                                "`python -m course data make-corpus` / `python -m course data fetch NAME`.")
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        raw = gzip.decompress(raw)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[:err.start].count(b"\n") + 1
+        raise DataError(f"{path} is not UTF-8 text (byte {err.start}, line {line}): re-encode it, "
+                        "e.g. `iconv -f latin1 -t utf-8`.") from None
+    sentences = [line.split() for line in text.splitlines()]
+    sentences = [s for s in sentences if s]
+    if not sentences:
+        raise DataError(f"{path} holds no sentences (it is empty or blank); expected one "
+                        "sentence per line, tokens separated by spaces.")
+    return sentences
+
+
+class Vocab:
+    """Maps tokens to ids and back. Ids 0, 1, 2 are ``<unk>``, ``<s>``, ``</s>``."""
+
+    def __init__(self, tokens):
+        self.tokens = list(tokens)
+        if self.tokens[:3] != [UNK, BOS, EOS]:
+            raise DataError(f"a vocabulary must start with {UNK}, {BOS}, {EOS}; got {self.tokens[:3]}")
+        self.ids = {t: i for i, t in enumerate(self.tokens)}
+        if len(self.ids) != len(self.tokens):
+            raise DataError("the vocabulary lists a token twice")
+        self.unk, self.bos, self.eos = 0, 1, 2
+
+    @classmethod
+    def build(cls, sentences, max_size: int | None = None, min_count: int = 1) -> "Vocab":
+        """The most frequent training words (ties broken alphabetically, so the result
+        does not depend on corpus order), at most ``max_size`` entries in all."""
+        counts = Counter(t for s in sentences for t in s if t not in (UNK, BOS, EOS))
+        words = sorted((w for w, c in counts.items() if c >= min_count),
+                       key=lambda w: (-counts[w], w))
+        if max_size is not None:
+            if max_size < 4:
+                raise DataError(f"max_size={max_size} leaves no room for words (3 ids are special)")
+            words = words[:max_size - 3]
+        return cls([UNK, BOS, EOS] + words)
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def __contains__(self, token):
+        return token in self.ids
+
+    def index(self, token: str) -> int:
+        return self.ids.get(token, self.unk)
+
+    def token(self, i: int) -> str:
+        return self.tokens[i]
+
+    def save(self, path):
+        Path(path).write_text(json.dumps(self.tokens, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path) -> "Vocab":
+        return cls(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def encode(sentences, vocab: Vocab, max_unknown: float = 0.5):
+    """Token lists -> id lists, and how many tokens were unknown.
+
+    More than ``max_unknown`` of the tokens unknown almost always means the
+    vocabulary belongs to another corpus, so that is refused rather than scored.
+    """
+    ids = [[vocab.index(t) for t in s] for s in sentences]
+    n_tokens = sum(len(s) for s in ids)
+    n_unknown = sum(1 for s, ws in zip(sentences, ids) for t, i in zip(s, ws)
+                    if i == vocab.unk and t != UNK)
+    if n_tokens and n_unknown / n_tokens > max_unknown:
+        raise DataError(f"{n_unknown} of {n_tokens} tokens ({n_unknown / n_tokens:.0%}) are not in "
+                        f"the vocabulary of {len(vocab)} words: the vocabulary was built from a "
+                        "different corpus. Use the vocabulary saved with this model's checkpoint "
+                        "and the corpus it was trained on.")
+    return ids, n_unknown
+
+
+@dataclass
+class Batch:
+    """A padded minibatch, time-major: ``inputs[t][b]`` is the word sentence b reads
+    at step t, ``targets[t][b]`` the word it must predict, ``masks[t][b]`` 1.0 for a
+    real prediction and 0.0 for padding. ``order`` gives each column's index in the
+    list of sentences the batch was made from."""
+
+    inputs: list
+    targets: list
+    masks: list
+    order: list
+
+    @property
+    def size(self) -> int:
+        return len(self.order)
+
+    @property
+    def n_predictions(self) -> int:
+        return int(sum(sum(m) for m in self.masks))
+
+
+def make_batch(sentences, vocab: Vocab, order=None) -> Batch:
+    """Pad id sentences with ``</s>`` to one length and build their masks."""
+    if not sentences:
+        raise DataError("a batch needs at least one sentence")
+    length = max(len(s) for s in sentences) + 1           # + the final </s>
+    inputs, targets, masks = [], [], []
+    for t in range(length):
+        inputs.append([vocab.bos if t == 0 else (s[t - 1] if t - 1 < len(s) else vocab.eos)
+                       for s in sentences])
+        targets.append([s[t] if t < len(s) else vocab.eos for s in sentences])
+        masks.append([1.0 if t <= len(s) else 0.0 for s in sentences])
+    return Batch(inputs, targets, masks, list(order) if order is not None else list(range(len(sentences))))
+
+
+def make_batches(sentences, vocab: Vocab, batch_size: int, sort: bool = True) -> list[Batch]:
+    """Cut id sentences into batches; sorted by length, padding stays small."""
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise DataError(f"batch_size must be a positive integer, got {batch_size!r}")
+    order = list(range(len(sentences)))
+    if sort:
+        order.sort(key=lambda i: (len(sentences[i]), i))
+    return [make_batch([sentences[i] for i in chunk], vocab, chunk)
+            for chunk in (order[k:k + batch_size] for k in range(0, len(order), batch_size))]
+
+
+def shuffled(batches, seed: int, epoch: int):
+    """The batches in an order fixed by (seed, epoch): reproducible shuffling."""
+    order = list(range(len(batches)))
+    random.Random(seed * 100003 + epoch).shuffle(order)
+    return [batches[i] for i in order]

@@ -1,0 +1,28 @@
+"""environment.yml (conda) and pyproject.toml must install the same pins."""
+import re
+import tomllib
+
+from tests.conftest import ROOT
+
+
+def pins_from_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return sorted(project["dependencies"])
+
+
+def pins_from_environment():
+    lines = (ROOT / "environment.yml").read_text().splitlines()
+    pins = [m.group(1) for line in lines if (m := re.match(r"\s+- ([A-Za-z0-9_.\-]+==\S+)\s*$", line))]
+    return sorted(pins)
+
+
+def test_conda_environment_pins_match_pyproject():
+    assert pins_from_pyproject() == pins_from_environment()
+
+
+def test_every_dependency_is_pinned_exactly():
+    assert all("==" in dep for dep in pins_from_pyproject())
+
+
+def test_dynet_wheel_is_the_one_that_computes_one_minus_z():
+    assert "dyNET38==2.1" in pins_from_pyproject()
