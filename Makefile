@@ -4,8 +4,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 JOBS   ?= 2
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: demo test bench install dynet-gpu clean
+.PHONY: demo test bench install exercises dynet-gpu clean
 
 install: $(STAMP)
 
@@ -24,6 +25,10 @@ demo: $(STAMP)
 ## make test: the whole test suite (both cores: DyNet uses one per process)
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup
+
+## make exercises: regenerate exercises/ from solutions/ with nbgrader
+exercises: $(STAMP)
+	$(PY) -m autograder.exercises
 
 ## make bench: the benchmark tables in bench/ (minutes)
 bench: $(STAMP)

@@ -18,7 +18,8 @@ that :mod:`course.lm` can create the parameters, start from a zero state and run
 the step over a sequence. Graded step functions (``rnn_step``, ``lstm_step``,
 ``gru_step``, the chapter-08 ablations) are *not* in this package: students write
 them in the exercises, and the instructors' versions live in
-``autograder/reference/``. The rule is enforced by ``tests/test_release.py``.
+``autograder/reference/``. The rule is enforced by
+``tests/test_cells.py::test_course_package_holds_no_graded_cell``.
 """
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ class CellLayer:
             self.params[name] = pc.add_parameters(shape, init=init, name=name.replace("_", ""))  # None: Glorot
 
     def start(self, batch_size: int):
-        self.p = {name: P.expr() for name, P in self.params.items()}
+        self.p = {name: P.expr(True) for name, P in self.params.items()}   # True: trainable (expr() alone is a constant)
         zero = dy.zeros((self.d_h,), batch_size=batch_size)
         return (zero,) * self.cell.n_state
 
@@ -165,7 +165,7 @@ class RNNLM:
         one batch of T*B columns, which is much faster than T separate softmaxes.
         """
         hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs))
-        scores = dy.affine_transform([self.b_s.expr(), self.W_hs.expr(), hs])
+        scores = dy.affine_transform([self.b_s.expr(True), self.W_hs.expr(True), hs])
         targets = [w for step in batch.targets for w in step]
         masks = np.array([m for step in batch.masks for m in step])
         losses = dy.pickneglogsoftmax_batch(scores, targets)
@@ -212,19 +212,21 @@ class RNNLM:
 
 
 def resolve_cell(name: str, extra: dict | None = None):
-    """A builder name, or a hand-written reference cell (instructor checkout only)."""
+    """A builder name (``srnn``, ``lstm``, ``gru``), or a hand-written reference cell
+    (instructor checkout only): ``hand-lstm``, ``hand-gru``, ``lstm-srnn``, ``ran-tanh``..."""
     if name in BUILDERS:
         return name
     try:
-        from autograder.reference.cells import CELLS
+        from autograder.reference.cells import CELLS, make_cell
     except ImportError:
         raise ValueError(f"cell {name!r} is hand-written, and its code is a graded exercise: it is "
                          f"not part of the student release. Builders available: {sorted(BUILDERS)}; "
                          "or pass your own Cell.") from None
-    if name not in CELLS:
-        raise ValueError(f"unknown cell {name!r}: choose from {sorted(BUILDERS) + sorted(CELLS)}")
-    cell = CELLS[name]
-    return cell(**extra) if callable(cell) and not isinstance(cell, Cell) else cell
+    key = name.removeprefix("hand-")
+    if key not in CELLS or (key in BUILDERS and not name.startswith("hand-")):
+        choices = sorted(BUILDERS) + sorted(f"hand-{k}" if k in BUILDERS else k for k in CELLS)
+        raise ValueError(f"unknown cell {name!r}: choose from {choices}")
+    return make_cell(key, **(extra or {}))
 
 
 def perplexity(total_nll: float, n_predictions: int) -> float:

@@ -58,6 +58,18 @@ def _import_dynet_quietly():
     return dynet
 
 
+def _cache_float_limits():
+    """DyNet switches the CPU to flush denormals to zero, after which NumPy's first
+    ``np.finfo`` call warns ("smallest subnormal ... is zero") on stderr, wherever
+    it happens to be, a graded cell included. NumPy caches finfo, so ask once, quietly."""
+    import warnings
+    import numpy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for dtype in (numpy.float16, numpy.float32, numpy.float64, numpy.longdouble):
+            numpy.finfo(dtype)
+
+
 def init(seed: int | None = 1, mem: int | None = None, autobatch: bool | None = None,
          gpu: bool | None = None):
     """Configure and import DyNet; return the ``dynet`` module.
@@ -105,6 +117,7 @@ def init(seed: int | None = 1, mem: int | None = None, autobatch: bool | None = 
     if gpu:
         dynet_config.set_gpu()
     dynet = _import_dynet_quietly()
+    _cache_float_limits()
     if gpu and not getattr(dynet, "HAVE_CUDA", False):
         raise GPUUnavailable("A GPU was requested (gpu=True, --gpu or COURSE_GPU=1) but this "
                              "DyNet was built without CUDA. " + GPU_HELP)

@@ -115,3 +115,22 @@ def test_unknown_cell_and_optimizer_are_refused(tiny_corpus):
         lm.RNNLM(v, "transformer")
     with pytest.raises(ValueError, match="optimizer must be one of"):
         lm.train(lm.RNNLM(v, "srnn", embed=4, hidden=4), tiny_corpus, optimizer="rmsprop")
+
+
+def test_training_updates_every_parameter_of_a_hand_written_cell(tiny_corpus):
+    """Guards against a DyNet trap: ``Parameters.expr()`` without True is a constant."""
+    from autograder.reference.cells import make_cell
+    model = lm.RNNLM(Vocab.build(tiny_corpus), make_cell("gru"), embed=6, hidden=5)
+    before = {p.name(): p.as_array().copy() for p in model.pc.parameters_list()}
+    lm.train(model, tiny_corpus[:8], epochs=1, batch_size=4, progress=False, log=None)
+    unchanged = [p.name() for p in model.pc.parameters_list()
+                 if np.array_equal(p.as_array(), before[p.name()])]
+    assert not unchanged, f"parameters never updated: {unchanged}"
+
+
+def test_hand_written_cells_resolve_by_name_and_builders_keep_theirs():
+    assert lm.resolve_cell("lstm") == "lstm"
+    assert lm.resolve_cell("hand-lstm").name == "lstm"
+    assert lm.resolve_cell("ran-tanh", {"forget_bias": 2.0}).name == "ran-tanh"
+    with pytest.raises(ValueError, match="unknown cell"):
+        lm.resolve_cell("lstm-typo")

@@ -74,3 +74,10 @@ def test_seed_none_picks_and_reports_a_random_seed():
     result = run_python("from course import runtime; runtime.init(seed=None); "
                         "print(runtime.config['seed'])")
     assert int(result.stdout.strip()) >= 1
+
+
+def test_numpy_float_limits_do_not_warn_after_dynet_starts():
+    """DyNet's flush-to-zero mode makes NumPy's first finfo() warn on stderr."""
+    result = run_python("from course import runtime; runtime.init(seed=1); import numpy; "
+                        "numpy.finfo(numpy.float64); numpy.testing.assert_allclose(1.0, 1.0)")
+    assert result.returncode == 0 and result.stderr == ""

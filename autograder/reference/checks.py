@@ -1,0 +1,95 @@
+"""Checks of a graded step function against the reference cell.
+
+Split in two so that the autograder can run the student's code in a sandbox and
+compare in a process that never runs student code:
+
+* :func:`make_inputs` draws the grader's inputs (seeded): random non-zero,
+  non-symmetric parameters, a batch of inputs over several steps, a non-zero
+  start state, and a random projection that turns the outputs into a loss;
+* :func:`run_step` runs any step function on them with DyNet and returns plain
+  NumPy arrays: every state at every step and the gradient of every parameter;
+* :func:`compare` lists the differences (without revealing reference values).
+
+In a notebook's hidden tests, :func:`check_step` does all three at once.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ATOL = 1e-5          # outputs: max abs difference (float32 arithmetic in DyNet)
+GRAD_RTOL = 1e-4     # gradients: relative to the largest reference gradient
+
+
+def make_inputs(shapes: dict, n_state: int, d_in: int = 5, d_h: int = 4, batch: int = 7,
+                steps: int = 4, seed: int = 20261122) -> dict:
+    rng = np.random.default_rng(seed)
+    params = {name: rng.uniform(-0.9, 0.9, size=shape) for name, shape in shapes.items()}
+    return {
+        "params": params,
+        "xs": rng.normal(size=(steps, d_in, batch)),
+        "state0": rng.uniform(-0.5, 0.5, size=(n_state, d_h, batch)),
+        "projection": rng.normal(size=(steps, d_h)),
+    }
+
+
+def run_step(step, inputs: dict) -> dict:
+    """Run ``step`` over the inputs; return states and parameter gradients."""
+    from course import runtime
+    dy = runtime.dynet()
+    dy.renew_cg()
+    pc = dy.ParameterCollection()
+    P = {name: pc.add_parameters(value.shape, init=dy.NumpyInitializer(value))
+         for name, value in inputs["params"].items()}
+    p = {name: param.expr(True) for name, param in P.items()}   # True: gradients flow
+    state = tuple(dy.inputTensor(s, batched=True) for s in inputs["state0"])
+    states, loss_terms = [], []
+    for t, x in enumerate(inputs["xs"]):
+        state = step(p, dy.inputTensor(x, batched=True), state)
+        if not isinstance(state, tuple) or len(state) != len(inputs["state0"]):
+            raise TypeError(f"the step function must return a tuple of {len(inputs['state0'])} "
+                            f"expression(s), got {type(state).__name__}")
+        states.append(state)
+        loss_terms.append(dy.dot_product(dy.inputTensor(inputs["projection"][t]), state[0]))
+    loss = dy.sum_batches(dy.esum(loss_terms))
+    loss.forward()
+    loss.backward()
+    return {
+        "states": np.array([[s.npvalue().reshape(s.dim()[0][0], -1) for s in st] for st in states]),
+        "grads": {name: param.grad_as_array() for name, param in P.items()},
+    }
+
+
+def compare(got: dict, expected: dict, atol: float = ATOL, grad_rtol: float = GRAD_RTOL) -> list[str]:
+    """Human-readable problems; empty when the results agree."""
+    problems = []
+    got_states, want_states = np.asarray(got["states"]), np.asarray(expected["states"])
+    if got_states.shape != want_states.shape:
+        return [f"state shapes differ: got {got_states.shape[1:]} per step, expected "
+                f"{want_states.shape[1:]} (n_state, d_h, batch)"]
+    for t in range(want_states.shape[0]):
+        for k in range(want_states.shape[1]):
+            diff = np.abs(got_states[t, k] - want_states[t, k]).max()
+            if not diff <= atol:
+                problems.append(f"state[{k}] at step {t + 1} differs (max abs diff {diff:.3g} > {atol})")
+                break
+        if problems:
+            break
+    wrong = []
+    for name, want in expected["grads"].items():
+        have = np.asarray(got["grads"].get(name, np.zeros_like(want)))
+        err = np.abs(have - want).max() / max(np.abs(want).max(), 1e-8)
+        if not err <= grad_rtol:
+            wrong.append(f"{name} ({err:.2g})")
+    if wrong:
+        problems.append(f"gradients differ (relative error > {grad_rtol}) for {', '.join(wrong)}: "
+                        "a parameter used in the wrong place, or a value computed outside DyNet?")
+    return problems
+
+
+def check_step(student_step, reference_cell, d_in: int = 5, d_h: int = 4, seed: int = 20261122,
+               batch: int = 7, steps: int = 4):
+    """Assert that ``student_step`` computes what ``reference_cell.step`` does."""
+    inputs = make_inputs(reference_cell.shapes(d_in, d_h), reference_cell.n_state, d_in, d_h,
+                         batch, steps, seed)
+    problems = compare(run_step(student_step, inputs), run_step(reference_cell.step, inputs))
+    assert not problems, f"{reference_cell.name}: " + "; ".join(problems)

@@ -1,0 +1,42 @@
+"""Execute notebooks the way a student's Jupyter does (a real kernel, started in
+the notebook's own folder) and report what happened."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+CELL_TIMEOUT = 600
+
+
+def execute(path: Path, nb=None, stop_at_error: bool = True):
+    """Run a notebook; return (executed notebook, seconds, error or None)."""
+    nb = nb if nb is not None else nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}},
+                            allow_errors=not stop_at_error)
+    start, error = time.perf_counter(), None
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        error = err
+    return nb, time.perf_counter() - start, error
+
+
+def stderr_in_graded_cells(nb) -> list[str]:
+    """grade_ids of test cells that wrote to stderr (nbgrader would score them 0)."""
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+            and any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in c.outputs)]
+
+
+def first_error(nb):
+    """(cell index, exception name) of the first cell that raised, or None."""
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                return i, out["ename"]
+    return None

@@ -1,0 +1,93 @@
+"""Every notebook runs top to bottom, is stored clean, and exercises match solutions.
+
+* lectures/ and solutions/ execute without an error, and no graded test cell
+  writes to stderr (nbgrader would score it 0);
+* exercises/ are what nbgrader generates from solutions/ (regenerated and compared);
+* an exercise as shipped runs until its first student cell, which stops with the
+  expected NotImplementedError;
+* an exercise with the solution cells and hidden tests put back is the solution
+  notebook, cell for cell, so executing the solution executes it.
+"""
+import json
+import os
+
+import nbformat
+import pytest
+
+from autograder import exercises
+from tests.conftest import ROOT
+from tests.notebook_runner import execute, first_error, stderr_in_graded_cells
+
+LECTURES = sorted((ROOT / "lectures").glob("*.ipynb"))
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
+ALL = LECTURES + SOLUTIONS + EXERCISES
+TIMES = ROOT / "runs" / "notebook_times.jsonl"
+
+
+def ids(paths):
+    return [f"{p.parent.name}/{p.stem}" for p in paths]
+
+
+def record(path, seconds):
+    TIMES.parent.mkdir(exist_ok=True)
+    with open(TIMES, "a") as f:
+        f.write(json.dumps({"notebook": f"{path.parent.name}/{path.name}", "seconds": round(seconds, 1)}) + "\n")
+
+
+def test_every_chapter_has_a_lecture_and_the_numbers_match():
+    assert LECTURES, "no lectures found"
+    assert [p.name for p in SOLUTIONS] == [p.name for p in EXERCISES]
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_notebook_is_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"{path.name}: cells {dirty} have outputs; strip them before committing"
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_first_code_cell_starts_the_runtime(path):
+    first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    assert "runtime.init(" in first.source and "runtime.describe()" in first.source
+
+
+def test_exercises_are_generated_from_the_solutions(tmp_path):
+    for generated in exercises.generate(out_dir=tmp_path):
+        committed = ROOT / "exercises" / generated.name
+        assert committed.exists(), f"{generated.name} missing: run `make exercises`"
+        assert committed.read_bytes() == generated.read_bytes(), \
+            f"exercises/{generated.name} is stale: run `make exercises` and commit"
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=ids(EXERCISES))
+def test_exercise_with_solutions_put_back_is_the_solution(path):
+    exercise = nbformat.read(path, as_version=4)
+    solution = nbformat.read(ROOT / "solutions" / path.name, as_version=4)
+    restored = exercises.inject_solutions(exercise, solution)
+    assert [c.source for c in restored.cells] == [c.source for c in solution.cells]
+    for cell in exercise.cells:                        # and the student copy hides them
+        assert "BEGIN SOLUTION" not in cell.source and "BEGIN HIDDEN TESTS" not in cell.source
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", LECTURES + SOLUTIONS, ids=ids(LECTURES + SOLUTIONS))
+def test_notebook_runs_top_to_bottom(path):
+    nb, seconds, error = execute(path)
+    record(path, seconds)
+    assert error is None, f"{path.name} failed:\n{error}"
+    assert not stderr_in_graded_cells(nb), "graded cells wrote to stderr"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", EXERCISES, ids=ids(EXERCISES))
+def test_exercise_as_shipped_stops_at_the_first_student_cell(path):
+    nb, seconds, _ = execute(path, stop_at_error=True)
+    record(path, seconds)
+    where = first_error(nb)
+    assert where is not None, f"{path.name} ran through without the student's answers"
+    index, ename = where
+    assert ename == "NotImplementedError", f"cell {index} raised {ename}, not the expected stub error"
+    answers = [i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution")]
+    assert index >= answers[0], "an error before the first student cell"
