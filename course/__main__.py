@@ -41,6 +41,7 @@ def cmd_train(args):
     start = time.perf_counter()
     history = lm.train(model, train, valid, epochs=args.epochs, batch_size=args.batch_size,
                        optimizer=args.optimizer, lr=args.lr, clip=args.clip, seed=args.seed,
+                       dropout=args.dropout,
                        decay_after=args.decay_after, checkpoint=out / "checkpoint" if out else None)
     if out:   # evaluate the best epoch's parameters, which the checkpoint holds
         model = lm.RNNLM.load(out / "checkpoint", cell if not isinstance(cell, str) else None)
@@ -104,6 +105,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="adam")
     p.add_argument("--lr", type=float, default=None, help="default: 1.0 for sgd, 0.002 for adam")
     p.add_argument("--clip", type=float, default=5.0)
+    p.add_argument("--dropout", type=float, default=0.0,
+                   help="variational dropout on embeddings and layer outputs (training only)")
     p.add_argument("--decay-after", type=int, default=None,
                    help="halve the learning rate after every epoch past this one "
                         "(default: halve when held-out perplexity stops improving)")

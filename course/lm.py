@@ -139,13 +139,27 @@ class RNNLM:
             sum(p.as_array().size for p in self.pc.lookup_parameters_list())
 
     # -- the forward pass -------------------------------------------------
-    def hidden_states(self, inputs):
-        """The top layer's h_t for each step of a time-major batch of word ids."""
+    def hidden_states(self, inputs, dropout: float = 0.0):
+        """The top layer's h_t for each step of a time-major batch of word ids.
+
+        With ``dropout`` > 0, the embeddings and each layer's output are multiplied
+        by a random mask that is drawn once per batch and kept for every time step
+        (variational dropout on the non-recurrent connections; Odyssey section 4).
+        """
         batch_size = len(inputs[0])
         states = [layer.start(batch_size) for layer in self.layers]
+        masks = [None] * (len(self.layers) + 1)
+        if dropout:
+            if not 0.0 < dropout < 1.0:
+                raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+            sizes = [self.config.embed] + [self.config.hidden] * len(self.layers)
+            masks = [dy.random_bernoulli((d,), 1.0 - dropout, 1.0 / (1.0 - dropout),
+                                         batch_size=batch_size) for d in sizes]
         outputs = []
         for words in inputs:
             x = dy.lookup_batch(self.embeddings, words)
+            if masks[0] is not None:
+                x = dy.cmult(x, masks[0])
             for k, layer in enumerate(self.layers):
                 states[k] = layer.step(states[k], x)
                 h = layer.output(states[k])
@@ -153,18 +167,18 @@ class RNNLM:
                     h = h + x                                     # ResV (eq 61)
                     if self.config.residual == "lateral":
                         states[k] = layer.with_output(states[k], h)   # ResL
-                x = h
+                x = h if masks[k + 1] is None else dy.cmult(h, masks[k + 1])
             outputs.append(x)
         return outputs
 
-    def batch_losses(self, batch):
+    def batch_losses(self, batch, dropout: float = 0.0):
         """Masked negative log-likelihood of every prediction in a batch, as one
         batched expression of T*B elements (time-major), and the mask values.
 
         The softmax runs once over all steps: the T hidden states are joined into
         one batch of T*B columns, which is much faster than T separate softmaxes.
         """
-        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs))
+        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, dropout))
         scores = dy.affine_transform([self.b_s.expr(True), self.W_hs.expr(True), hs])
         targets = [w for step in batch.targets for w in step]
         masks = np.array([m for step in batch.masks for m in step])
@@ -173,16 +187,21 @@ class RNNLM:
             losses = dy.cmult(losses, dy.inputTensor(masks, batched=True))
         return losses, masks
 
-    def sentence_logprobs(self, sentences, batch_size: int = 64) -> np.ndarray:
-        """Natural-log probability of each sentence (token lists), ``</s>`` included."""
+    def token_logprobs(self, sentences, batch_size: int = 64, dropout: float = 0.0) -> list:
+        """Log-probability of each prediction: one array of len(s) + 1 per sentence."""
         ids, _ = encode(sentences, self.vocab)
-        result = np.zeros(len(ids))
+        result = [None] * len(ids)
         for batch in make_batches(ids, self.vocab, batch_size):
             dy.renew_cg()
-            losses, _ = self.batch_losses(batch)
-            per_step = losses.npvalue().reshape(len(batch.targets), batch.size)
-            result[batch.order] = -per_step.sum(axis=0)
+            losses, _ = self.batch_losses(batch, dropout)
+            per_step = -losses.npvalue().reshape(len(batch.targets), batch.size)
+            for column, index in enumerate(batch.order):
+                result[index] = per_step[:len(ids[index]) + 1, column]
         return result
+
+    def sentence_logprobs(self, sentences, batch_size: int = 64) -> np.ndarray:
+        """Natural-log probability of each sentence (token lists), ``</s>`` included."""
+        return np.array([lp.sum() for lp in self.token_logprobs(sentences, batch_size)])
 
     # -- checkpoints ----------------------------------------------------------
     def save(self, directory):
@@ -247,14 +266,15 @@ OPTIMIZERS = {"sgd": "SimpleSGDTrainer", "adam": "AdamTrainer"}
 
 
 def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
-          batch_size: int = 32, optimizer: str = "adam", lr: float | None = None,
+          batch_size: int = 32, optimizer: str = "adam", lr: float | None = None, dropout: float = 0.0,
           clip: float = 5.0, lr_decay: float = 0.5, decay_after: int | None = None,
           seed: int = 1, progress: bool = True, checkpoint: str | Path | None = None,
           log=print) -> list[dict]:
     """Train with minibatches sorted by length and shuffled per epoch.
 
     The loss of a batch is summed over time and averaged over its sentences.
-    Gradients are clipped to norm ``clip``. The learning rate is multiplied by
+    Gradients are clipped to norm ``clip``. ``dropout`` is applied in training only
+    (see :meth:`RNNLM.hidden_states`); evaluation is deterministic. The learning rate is multiplied by
     ``lr_decay`` after each epoch whose held-out perplexity did not improve, or,
     with ``decay_after=k``, after every epoch past the k-th (the fixed schedule of
     Zaremba et al., 2014). With ``checkpoint``, the best model (by held-out
@@ -275,7 +295,7 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
                    file=sys.stdout, disable=not progress, mininterval=1.0, dynamic_ncols=True)
         for batch in bar:
             dy.renew_cg()
-            losses, masks = model.batch_losses(batch)
+            losses, masks = model.batch_losses(batch, dropout)
             loss = dy.sum_batches(losses)
             total_nll += loss.value()
             n_pred += batch.n_predictions

@@ -134,3 +134,15 @@ def test_hand_written_cells_resolve_by_name_and_builders_keep_theirs():
     assert lm.resolve_cell("ran-tanh", {"forget_bias": 2.0}).name == "ran-tanh"
     with pytest.raises(ValueError, match="unknown cell"):
         lm.resolve_cell("lstm-typo")
+
+
+def test_dropout_changes_training_scores_but_not_evaluation(tiny_corpus):
+    v = Vocab.build(tiny_corpus)
+    model = lm.RNNLM(v, "lstm", embed=8, hidden=8)
+    plain = model.token_logprobs(tiny_corpus[:6])
+    dropped = model.token_logprobs(tiny_corpus[:6], dropout=0.5)
+    assert [len(a) for a in plain] == [len(s) + 1 for s in tiny_corpus[:6]]
+    assert any(not np.allclose(a, b) for a, b in zip(plain, dropped))
+    np.testing.assert_allclose(np.concatenate(plain), np.concatenate(model.token_logprobs(tiny_corpus[:6])))
+    with pytest.raises(ValueError, match="dropout must be in"):
+        model.token_logprobs(tiny_corpus[:2], dropout=1.0)

@@ -1,7 +1,9 @@
-"""Checks of a graded step function against the reference cell.
+"""Probes: the code that runs a student's graded functions and returns numbers.
 
-Split in two so that the autograder can run the student's code in a sandbox and
-compare in a process that never runs student code:
+This package is what the autograder's sandbox imports next to the student's
+code, so it must never import reference solutions (``autograder.reference``):
+a test checks that. Chapter-specific probes live in ``autograder/probes/chNN_*.py``
+under the same rule. For step functions the work is split in three:
 
 * :func:`make_inputs` draws the grader's inputs (seeded): random non-zero,
   non-symmetric parameters, a batch of inputs over several steps, a non-zero
@@ -10,7 +12,7 @@ compare in a process that never runs student code:
   NumPy arrays: every state at every step and the gradient of every parameter;
 * :func:`compare` lists the differences (without revealing reference values).
 
-In a notebook's hidden tests, :func:`check_step` does all three at once.
+:mod:`autograder.reference.grading` puts them together.
 """
 from __future__ import annotations
 
@@ -86,10 +88,6 @@ def compare(got: dict, expected: dict, atol: float = ATOL, grad_rtol: float = GR
     return problems
 
 
-def check_step(student_step, reference_cell, d_in: int = 5, d_h: int = 4, seed: int = 20261122,
-               batch: int = 7, steps: int = 4):
-    """Assert that ``student_step`` computes what ``reference_cell.step`` does."""
-    inputs = make_inputs(reference_cell.shapes(d_in, d_h), reference_cell.n_state, d_in, d_h,
-                         batch, steps, seed)
-    problems = compare(run_step(student_step, inputs), run_step(reference_cell.step, inputs))
-    assert not problems, f"{reference_cell.name}: " + "; ".join(problems)
+def step(functions: dict, inputs: dict) -> dict:
+    """The probe of every step-function check: run the student's ``inputs["function"]``."""
+    return run_step(functions[inputs["function"]], inputs)
