@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 JOBS   ?= 2
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: demo test bench install exercises dynet-gpu clean
+.PHONY: demo test bench install exercises release autograde feedback grades dynet-gpu clean
 
 install: $(STAMP)
 
@@ -30,6 +30,21 @@ test: $(STAMP)
 exercises: $(STAMP)
 	$(PY) -m autograder.exercises
 
+## Instructors: student release, grading a folder of submissions, feedback, grade table
+release: $(STAMP)
+	$(PY) -m autograder.grade release
+
+SUBMISSIONS ?= autograder/samples/submissions
+WORKERS ?= 2
+autograde: $(STAMP)
+	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS)
+
+feedback: $(STAMP)
+	$(PY) -m autograder.grade feedback
+
+grades: $(STAMP)
+	$(PY) -m autograder.grade grades
+
 ## make bench: the benchmark tables in bench/ (minutes)
 bench: $(STAMP)
 	$(PY) bench/batch_speed.py
@@ -39,4 +54,4 @@ dynet-gpu:
 	bash gpu/build.sh
 
 clean:
-	rm -rf runs .pytest_cache
+	rm -rf runs release autograder/work .pytest_cache

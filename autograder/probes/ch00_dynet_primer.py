@@ -1,0 +1,34 @@
+"""Probe of chapter 00's warm-up: run a student's ``mlp_nll`` and return numbers.
+
+Runs in the autograder's sandbox next to student code, so it imports no
+reference solution (see :mod:`autograder.probes`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def mlp_nll(functions: dict, inputs: dict) -> dict:
+    """The loss ``mlp_nll(p, x, y)`` returns on the grader's inputs, its dimension
+    and, when it is a scalar, the gradient of every parameter.
+
+    inputs: ``params`` (name -> array), ``x`` of shape ``(d_in, B)``, ``y`` (B ints).
+    """
+    from course import runtime
+    dy = runtime.dynet()
+    dy.renew_cg()
+    pc = dy.ParameterCollection()
+    P = {name: pc.add_parameters(value.shape, init=dy.NumpyInitializer(value))
+         for name, value in inputs["params"].items()}
+    p = {name: param.expr(True) for name, param in P.items()}   # True: gradients flow
+    x = dy.inputTensor(np.asarray(inputs["x"]), batched=True)
+    loss = functions["mlp_nll"](p, x, [int(label) for label in inputs["y"]])
+    if not isinstance(loss, dy.Expression):
+        return {"type": type(loss).__name__}
+    dims, batch = loss.dim()
+    out = {"type": "Expression", "dims": list(dims), "batch": int(batch),
+           "value": np.asarray(loss.npvalue(), dtype=float).reshape(-1)}
+    if int(np.prod(dims)) == 1 and batch == 1:     # DyNet back-propagates from scalars only
+        loss.backward()
+        out["grads"] = {name: param.grad_as_array() for name, param in P.items()}
+    return out

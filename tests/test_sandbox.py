@@ -1,0 +1,89 @@
+"""The sandbox that runs student code for the trusted grader: confined, limited,
+and only numbers come back."""
+import inspect
+import textwrap
+
+import pytest
+
+from autograder import landlock, trusted
+from autograder.reference import cells, grading
+from tests.conftest import ROOT
+
+CHECK = grading.step_check("test.gru_step", "gru_step", lambda: cells.GRU)
+LIMITS = trusted.Limits(wall_s=30, cpu_s=30, memory_mb=3000)
+
+
+def run(source: str, limits=LIMITS):
+    inputs = {CHECK.name: CHECK.make_inputs()}
+    probes = [{"check": CHECK.name, "probe": CHECK.probe, "functions": list(CHECK.functions)}]
+    numbers, errors, notes = trusted.run_sandbox([("gru_step", source)], probes, inputs, limits)
+    problems = (CHECK.judge(numbers[CHECK.name], inputs[CHECK.name]) if CHECK.name in numbers
+                else [errors.get(CHECK.name, "no result")])
+    return problems, errors, notes
+
+
+def helpers_source():
+    """The reference gru_step needs the module's small helpers; a student's cell would too."""
+    module = inspect.getsource(cells)
+    start = module.index("def _gate(")
+    return module[start:module.index("\n\n\n", start)] + "\n\n"
+
+
+@pytest.fixture(scope="module")
+def correct():
+    return "from course import runtime\ndy = runtime.dynet()\n" + helpers_source() + \
+        textwrap.dedent(inspect.getsource(cells.gru_step))
+
+
+def test_a_correct_answer_passes(correct):
+    problems, errors, notes = run(correct)
+    assert problems == [] and not errors, (problems, errors, notes)
+
+
+def test_numpy_instead_of_dynet_fails_on_gradients(correct):
+    detached = correct + textwrap.dedent("""
+        _real = gru_step
+        def gru_step(p, x, state):
+            (h,) = _real(p, x, state)
+            return (dy.inputTensor(h.npvalue(), batched=True),)
+    """)
+    problems, _, _ = run(detached)
+    assert any("gradients differ" in p for p in problems)
+
+
+@pytest.mark.skipif(not landlock.available(), reason="Landlock is not available on this kernel")
+@pytest.mark.parametrize("target", ["autograder/reference/cells.py", "solutions", "autograder/heldout",
+                                    "tests/conftest.py"])
+def test_student_code_cannot_read_reference_or_grader_files(correct, target):
+    path = str(ROOT / target)
+    snoop = f"\nimport os\nos.listdir({path!r}) if os.path.isdir({path!r}) else open({path!r}).read()\n"
+    _, errors, _ = run(correct + snoop)
+    assert "PermissionError" in errors.get("cell:gru_step", ""), errors
+
+
+@pytest.mark.skipif(not landlock.available(), reason="Landlock is not available on this kernel")
+def test_student_code_cannot_import_the_reference(correct):
+    _, errors, _ = run(correct + "\nfrom autograder.reference.cells import gru_step\n")
+    assert "Error" in errors.get("cell:gru_step", "")
+
+
+def test_an_endless_loop_is_stopped_with_a_reason():
+    problems, _, notes = run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
+                             trusted.Limits(wall_s=5, cpu_s=60, memory_mb=3000))
+    assert problems and any("wall time" in n for n in notes)
+
+
+def test_exiting_the_process_costs_only_this_submission():
+    problems, _, notes = run("import os\nos._exit(3)\n")
+    assert problems and any("exit code 3" in n for n in notes)
+
+
+def test_a_memory_bomb_hits_the_limit():
+    problems, errors, notes = run("x = bytearray(8 * 1024**3)\n")
+    assert problems
+    assert "MemoryError" in errors.get("cell:gru_step", "") or notes
+
+
+def test_a_missing_function_is_reported_by_name():
+    problems, _, _ = run("def something_else():\n    pass\n")
+    assert "gru_step is not defined" in problems[0]
