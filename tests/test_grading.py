@@ -1,0 +1,54 @@
+"""The grading registry is complete and keeps reference code out of the sandbox."""
+import pkgutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+import autograder.probes
+from autograder.reference.grading import all_checks
+from autograder.trusted import spec_of
+from tests.conftest import ROOT
+
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+
+
+def test_check_names_are_unique_and_named_by_chapter():
+    checks = all_checks()
+    assert all(name.startswith("ch") and "." in name for name in checks)
+    assert all(c.probe.startswith("autograder.probes") for c in checks.values())
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_every_test_cell_names_registered_checks(path):
+    """The trusted grader awards a test cell's points only through its named checks."""
+    spec = spec_of(path)
+    registered = all_checks()
+    assert spec.tests, f"{path.name} has no graded test cells"
+    for grade_id, points, checks in spec.tests:
+        assert points > 0, f"{path.name}:{grade_id} has no points"
+        assert checks, f"{path.name}:{grade_id} names no check(...) in its hidden tests"
+        unknown = [c for c in checks if c not in registered]
+        assert not unknown, f"{path.name}:{grade_id} names unregistered checks {unknown}"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_answer_cells_define_the_function_they_are_named_after(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and not meta.get("grade") and cell.cell_type == "code":
+            assert f"def {meta['grade_id']}(" in cell.source, f"{path.name}: answer cell {meta['grade_id']}"
+
+
+def test_probe_modules_never_load_reference_code():
+    modules = ["autograder.probes"] + [f"autograder.probes.{m.name}"
+                                       for m in pkgutil.iter_modules(autograder.probes.__path__)]
+    code = ("import sys\nfrom course import runtime\nruntime.init(seed=1)\n"
+            + "".join(f"import {m}\n" for m in modules)
+            + "print(sorted(m for m in sys.modules if m.startswith('autograder.reference')))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(ROOT), "PATH": ""}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", f"probes imported reference code: {result.stdout}"
