@@ -17,10 +17,15 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-## make demo: the main job: train a small LSTM language model on the course corpus
+## make demo: the main job: train a small LSTM language model on the course corpus,
+## then the instructor flow on the sample class (release, autograde, grade table)
 demo: $(STAMP)
 	$(PY) -m course train --cell lstm --corpus course --epochs 2 --batch-size 32 \
 	    --embed 64 --hidden 128 --out runs/demo
+	$(PY) -m autograder.grade release
+	$(PY) -m autograder.grade autograde autograder/samples/submissions --workers $(WORKERS)
+	$(PY) -m autograder.grade feedback
+	$(PY) -m autograder.grade grades
 
 ## make test: the whole test suite (both cores: DyNet uses one per process)
 test: $(STAMP)

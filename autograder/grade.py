@@ -119,6 +119,8 @@ def status_of(result: dict, nbg: dict) -> tuple:
     if result.get("failure"):
         return "failed", result["failure"]
     reasons = list(result.get("notes", []))
+    if result.get("aborted"):     # stopped for a loop, a crash or memory: nbgrader may disagree, fairly
+        return "graded", " ".join(reasons)
     if "cells" in nbg:
         inflated = [c["grade_id"] for c in result["cells"]
                     if (nbg["cells"].get(c["grade_id"], {}).get("score") or 0) > c["points"] + 1e-9]

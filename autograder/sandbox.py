@@ -26,6 +26,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+OUT_OF_MEMORY = 75          # exit code: an answer cell exhausted the memory limit
 
 
 def log(workdir: Path, **event):
@@ -89,6 +90,9 @@ def main(workdir: str) -> int:
         log(workdir, event="cell", cell=grade_id)
         try:
             exec(compile(source, f"<answer cell {grade_id}>", "exec"), namespace)
+        except MemoryError as err:                # resource abuse ends the run, like a timeout
+            log(workdir, event="cell failed", cell=grade_id, error=_describe(err))
+            os._exit(OUT_OF_MEMORY)
         except BaseException as err:              # SystemExit, KeyboardInterrupt too
             log(workdir, event="cell failed", cell=grade_id, error=_describe(err))
 

@@ -54,6 +54,7 @@ class Result:
     max_score: float = 0.0
     cells: list = field(default_factory=list)
     failure: str | None = None         # why the submission could not be graded normally
+    aborted: bool = False              # its code was stopped (time, memory, crash): scores 0
     notes: list = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -114,7 +115,11 @@ def _limit(limits: Limits):
 
 
 def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine: bool = True):
-    """Run the sandbox; return (numbers per check, errors per check, notes)."""
+    """Run the sandbox; return (numbers per check, errors per check, notes, aborted).
+
+    A run that is stopped (wall time, CPU or memory limit, the process ended by
+    the student's code) returns no numbers at all: such a submission earns
+    nothing, whatever it defined before, and the notes say where it stopped."""
     workdir = Path(tempfile.mkdtemp(prefix="sandbox-"))
     try:
         (workdir / "request.json").write_text(json.dumps({"cells": cells, "probes": probes,
@@ -137,9 +142,13 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
                 code = None
                 notes.append(f"stopped after {limits.wall_s} s of wall time (an endless loop?)")
         if code not in (0, None):
+            from autograder.sandbox import OUT_OF_MEMORY
             why = {-signal.SIGKILL: "killed (memory or CPU limit)", -signal.SIGXCPU: "CPU time limit",
-                   -signal.SIGSEGV: "crashed (segmentation fault)"}.get(code, f"exit code {code}")
+                   -signal.SIGSEGV: "crashed (segmentation fault)",
+                   OUT_OF_MEMORY: f"an answer cell exhausted the memory limit ({limits.memory_mb} MB)"
+                   }.get(code, f"exit code {code}")
             notes.append(f"the code ended the grading process early: {why}")
+        aborted = code != 0
         events = _events(workdir / "progress.jsonl")
         errors, numbers = {}, {}
         for event in events:
@@ -150,7 +159,7 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
                 notes.append("sandbox not confined: " + str(event.get("why")))
         for item in probes:
             path = workdir / "results" / f"{item['check']}.npz"
-            if path.exists():
+            if path.exists() and not aborted:
                 try:
                     with np.load(path, allow_pickle=False) as data:
                         numbers[item["check"]] = _unflatten({k: data[k] for k in data.files})
@@ -160,7 +169,7 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
             last = next((e for e in reversed(events) if e.get("event") in ("cell", "probe")), None)
             if last:
                 notes.append(f"it stopped while running {last.get('cell') or last.get('check')}")
-        return numbers, errors, notes
+        return numbers, errors, notes, aborted
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -216,7 +225,7 @@ def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
     missing = [gid for gid in spec.answers if gid not in dict(cells)]
     if missing:
         result.notes.append(f"answer cells missing from the submission: {', '.join(missing)}")
-    numbers, errors, notes = run_sandbox(cells, probes, inputs, limits, confine)
+    numbers, errors, notes, result.aborted = run_sandbox(cells, probes, inputs, limits, confine)
     result.notes += notes
     result.notes += [f"{key.removeprefix('cell:')} raised {err}" for key, err in errors.items()
                      if key.startswith("cell:")]
@@ -228,8 +237,10 @@ def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
                     score.checks[name] = list(checks[name].judge(numbers[name], inputs[name]))
                 except Exception as err:
                     score.checks[name] = [f"the returned values have the wrong form ({type(err).__name__})"]
+            elif result.aborted:
+                score.checks[name] = ["not graded: the submission's code was stopped (see the notes)"]
             else:
-                score.checks[name] = [errors.get(name, "not run: the grading process stopped before it")]
+                score.checks[name] = [errors.get(name, "not run")]
         if cell_checks and all(not problems for problems in score.checks.values()):
             score.points = points
         result.cells.append(asdict(score))

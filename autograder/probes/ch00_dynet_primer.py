@@ -10,7 +10,8 @@ import numpy as np
 
 def mlp_nll(functions: dict, inputs: dict) -> dict:
     """The loss ``mlp_nll(p, x, y)`` returns on the grader's inputs, its dimension
-    and, when it is a scalar, the gradient of every parameter.
+    and, when it is a scalar, the gradient of every parameter: numbers only (the
+    sandbox sends back arrays of floats).
 
     inputs: ``params`` (name -> array), ``x`` of shape ``(d_in, B)``, ``y`` (B ints).
     """
@@ -24,9 +25,9 @@ def mlp_nll(functions: dict, inputs: dict) -> dict:
     x = dy.inputTensor(np.asarray(inputs["x"]), batched=True)
     loss = functions["mlp_nll"](p, x, [int(label) for label in inputs["y"]])
     if not isinstance(loss, dy.Expression):
-        return {"type": type(loss).__name__}
+        return {"is_expression": 0.0}
     dims, batch = loss.dim()
-    out = {"type": "Expression", "dims": list(dims), "batch": int(batch),
+    out = {"is_expression": 1.0, "dims": np.array(dims, dtype=float), "batch": float(batch),
            "value": np.asarray(loss.npvalue(), dtype=float).reshape(-1)}
     if int(np.prod(dims)) == 1 and batch == 1:     # DyNet back-propagates from scalars only
         loss.backward()

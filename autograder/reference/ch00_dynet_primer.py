@@ -54,17 +54,19 @@ def _close(a: float, b: float, rtol: float = RTOL) -> bool:
 
 
 def judge_mlp_nll(numbers: dict, inputs: dict) -> list[str]:
-    if numbers.get("type") != "Expression":
-        return [f"mlp_nll must return a DyNet expression (the loss), got {numbers.get('type')}"]
+    """Numbers may come straight from the probe or as float arrays from the sandbox."""
+    if not float(numbers.get("is_expression", 0.0)):
+        return ["mlp_nll must return a DyNet expression (the loss), not a number or an array"]
     batch = len(inputs["y"])
-    if numbers["batch"] != 1:
-        return [f"the loss has one value per example (a batch of {numbers['batch']}): add them "
+    dims = [int(d) for d in np.asarray(numbers["dims"]).reshape(-1)]
+    if int(numbers["batch"]) != 1:
+        return [f"the loss has one value per example (a batch of {int(numbers['batch'])}): add them "
                 "up with dy.sum_batches so that the result is one number"]
-    if numbers["dims"] != [1]:
-        return [f"the loss must be a scalar, got dimension {tuple(numbers['dims'])}: pick the "
+    if dims != [1]:
+        return [f"the loss must be a scalar, got dimension {tuple(dims)}: pick the "
                 "label's negative log-probability (dy.pickneglogsoftmax_batch)"]
     want, want_grads = mlp_nll_numpy(inputs["params"], np.asarray(inputs["x"]), inputs["y"])
-    got = float(numbers["value"][0])
+    got = float(np.asarray(numbers["value"]).reshape(-1)[0])
     if not _close(got, want):
         if _close(got * batch, want):
             return ["the loss is the mean over the batch; the contract asks for the sum"]

@@ -1,0 +1,261 @@
+"""Checks of chapter 09 (dropout and Monte Carlo dropout averaging).
+
+* ``ch09.variational_dropout``: ``variational_dropout(xs, p)`` multiplies every
+  step by ONE inverted-dropout mask. The mask is random, so the judge checks its
+  properties rather than its values: every entry is 0 or 1/(1-p); the mask is the
+  same at every step; it differs between the sentences of the batch and between
+  units; the kept fraction is 1-p within 0.03 (12,000 mask entries: the
+  standard deviation of the fraction is at most 0.0046, so a correct answer
+  fails with probability below 1e-9); each sentence keeps between 1-p-0.25 and
+  1-p+0.25 of its 240 units (a mask drawn per sentence rather than per unit
+  keeps 0 or 1); gradients reach the inputs (x_t times the mask); p = 0 changes
+  nothing.
+* ``ch09.mc_token_logprobs`` and ``ch09.mc_dropout_perplexity``: Monte Carlo
+  dropout (Odyssey section 3), compared exactly, in two ways:
+
+  1. on a scripted scorer (:class:`autograder.probes.ch09_dropout.ScriptedScorer`)
+     whose k-th stochastic pass over a sentence returns known log-probabilities,
+     some near -900 (``exp`` underflows: only a stable average is finite); the
+     answer does not depend on how the student batches or orders the calls;
+     tolerance 1e-6 (float64 arithmetic);
+  2. on a small 2-layer LSTM RNNLM with the grader's weights, one sentence at a
+     time with DyNet re-seeded before each (``course.runtime.init(seed=...)``),
+     so a student who makes ``samples`` calls of
+     ``model.token_logprobs([sentence], dropout=p)`` draws the very masks the
+     reference draws; tolerance 1e-5 on log-probabilities (the same float32
+     forward passes, averaged in float64).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.probes import ch09_dropout as probes
+from autograder.reference.grading import Check
+
+SEED = 20261109
+KEPT_FRACTION_ATOL = 0.03
+COLUMN_FRACTION_ATOL = 0.25
+LOGPROB_ATOL = 1e-6        # scripted scorer: float64 throughout
+MODEL_ATOL = 1e-5          # the small RNNLM: same masks, same float32 passes
+
+
+# ----------------------------------------------------------------- references
+def reference_mc_token_logprobs(model, sentences, samples, p):
+    passes = [model.token_logprobs(sentences, dropout=p) for _ in range(samples)]
+    result = []
+    for i in range(len(sentences)):
+        lps = np.stack([run[i] for run in passes])
+        top = lps.max(axis=0)
+        result.append(top + np.log(np.exp(lps - top).sum(axis=0)) - np.log(samples))
+    return result
+
+
+def reference_mc_dropout_perplexity(model, sentences, samples, p):
+    lps = reference_mc_token_logprobs(model, sentences, samples, p)
+    return float(np.exp(-sum(lp.sum() for lp in lps) / sum(len(s) + 1 for s in sentences)))
+
+
+# ----------------------------------------------------------------- inputs
+WORDS = ("the cat dog bird sees chases likes a red small big old near under "
+         "and runs sleeps sings").split()
+
+
+def _sentences(rng, n, lengths):
+    out, seen = [], set()
+    while len(out) < n:
+        s = [str(w) for w in rng.choice(WORDS, size=lengths[len(out)])]
+        if tuple(s) not in seen:
+            seen.add(tuple(s))
+            out.append(s)
+    return out
+
+
+def _scripted(rng, extreme: bool, samples: int = 7, p: float = 0.4) -> dict:
+    sentences = _sentences(rng, 6, [1, 4, 9, 3, 6, 2])
+    passes, deterministic = [], []
+    for i, s in enumerate(sentences):
+        n = len(s) + 1
+        if extreme and i in (2, 5):
+            passes.append(-900.0 + rng.normal(0.0, 3.0, size=(samples, n)))
+        else:   # probabilities that vary a lot between passes: the average matters
+            passes.append(np.log(rng.uniform(0.002, 0.9, size=(samples, n))))
+        deterministic.append(np.log(rng.uniform(0.05, 0.9, size=n)))
+    return {"sentences": sentences, "deterministic": deterministic, "passes": passes,
+            "samples": samples, "p": p}
+
+
+def _model_spec(rng) -> dict:
+    from course import lm
+    from course.data import Vocab
+    vocab = Vocab.build([WORDS])
+    spec = {"tokens": vocab.tokens, "cell": "lstm", "embed": 8, "hidden": 12, "layers": 2}
+    shapes = lm.RNNLM(vocab, "lstm", 8, 12, 2)
+    spec["params"] = [rng.uniform(-0.6, 0.6, size=p.shape()) for p in shapes.pc.parameters_list()]
+    spec["lookups"] = [rng.uniform(-0.8, 0.8, size=p.shape()) for p in shapes.pc.lookup_parameters_list()]
+    return spec
+
+
+def _model_inputs(rng, samples: int, p: float) -> dict:
+    return {"spec": _model_spec(rng), "sentences": _sentences(rng, 3, [5, 8, 2]),
+            "samples": samples, "p": p, "seed": SEED}
+
+
+def dropout_inputs() -> dict:
+    rng = np.random.default_rng(SEED)
+    steps, d, batch = 5, 240, 50
+    xs = rng.uniform(0.5, 1.5, size=(steps, d, batch)) * rng.choice([-1.0, 1.0], size=(steps, d, batch))
+    return {"xs": xs, "projection": rng.normal(size=(steps, d, batch)), "ps": [0.3, 0.6, 0.0]}
+
+
+def mc_logprob_inputs() -> dict:
+    rng = np.random.default_rng(SEED + 1)
+    return {"scripted": _scripted(rng, extreme=True), "model": _model_inputs(rng, 6, 0.5)}
+
+
+def mc_perplexity_inputs() -> dict:
+    rng = np.random.default_rng(SEED + 2)
+    return {"scripted": _scripted(rng, extreme=False, samples=5, p=0.3), "model": _model_inputs(rng, 4, 0.4)}
+
+
+# ----------------------------------------------------------------- judges
+def judge_dropout(numbers: dict, inputs: dict) -> list:
+    problems = []
+    xs = np.asarray(inputs["xs"], dtype=np.float32).astype(float)
+    for n, p in enumerate(inputs["ps"]):
+        got = numbers[str(n)]
+        out, grad = np.asarray(got["out"]), np.asarray(got["grad"])
+        if out.shape != xs.shape:
+            return [f"p={p}: the outputs have shape {out.shape[1:]} per step (d, batch) over "
+                    f"{out.shape[0]} steps; expected {xs.shape[1:]} over {xs.shape[0]}"]
+        if p == 0:
+            if not np.allclose(out, xs, rtol=1e-6, atol=1e-6):
+                problems.append("p=0 must return the inputs unchanged")
+            continue
+        mask = out / xs
+        scale = 1.0 / (1.0 - p)
+        on_grid = np.isclose(mask, 0.0, atol=1e-5) | np.isclose(mask, scale, rtol=1e-5)
+        if not on_grid.all():
+            problems.append(f"p={p}: every unit must be multiplied by 0 or 1/(1-p) = {scale:.4g} "
+                            "(inverted dropout scales the kept units so the expected value is unchanged)")
+            continue
+        kept = mask > scale / 2
+        if not (kept == kept[0]).all():
+            problems.append(f"p={p}: the mask changes from one time step to the next; variational "
+                            "dropout draws ONE mask per sequence and applies it at every step")
+            continue
+        kept = kept[0]                                  # (d, batch)
+        if abs(kept.mean() - (1.0 - p)) > KEPT_FRACTION_ATOL:
+            problems.append(f"p={p}: {kept.mean():.3f} of the units are kept, expected about "
+                            f"1-p = {1 - p:.2f} (p is the probability of DROPPING a unit)")
+            continue
+        if len({column.tobytes() for column in kept.T}) < kept.shape[1]:
+            problems.append(f"p={p}: sentences of the batch share a mask; draw one per sentence "
+                            "(e.g. batch_size=B in dy.random_bernoulli)")
+            continue
+        per_column = kept.mean(axis=0)
+        if np.abs(per_column - (1.0 - p)).max() > COLUMN_FRACTION_ATOL:
+            problems.append(f"p={p}: whole sentences are kept or dropped together; each unit needs "
+                            "its own random draw (the mask has d entries per sentence)")
+            continue
+        expected_grad = np.asarray(inputs["projection"]) * mask
+        if not np.allclose(grad, expected_grad, rtol=1e-4, atol=1e-5):
+            problems.append(f"p={p}: the gradient with respect to the inputs is wrong or missing: "
+                            "build the output with DyNet operations on the input expressions "
+                            "(e.g. dy.cmult(x, mask)), not with NumPy values")
+    return problems
+
+
+def _unflat(block) -> list:
+    values, lengths = np.asarray(block["values"]), np.asarray(block["lengths"]).astype(int)
+    return np.split(values, np.cumsum(lengths)[:-1]) if lengths.size else []
+
+
+def _diagnose(got, passes, samples) -> str:
+    """Why Monte Carlo log-probabilities differ, without revealing the expected values."""
+    if not all(np.isfinite(g).all() for g in got):
+        return ("some log-probabilities are not finite: for log-probabilities around -900, exp() "
+                "underflows to 0; subtract the maximum before exponentiating (log-sum-exp)")
+    if all(np.allclose(g, np.mean(ps, axis=0), atol=1e-4) for g, ps in zip(got, passes)):
+        return ("these are averages of log-probabilities (a geometric mean); average the "
+                "probabilities: log((1/K) sum_k exp(lp_k))")
+    lse = [np.logaddexp.reduce(ps, axis=0) for ps in passes]
+    if all(np.allclose(g, x, atol=1e-4) for g, x in zip(got, lse)):
+        return "the sum over the K passes must be divided by K (subtract log K)"
+    return "the Monte Carlo log-probabilities differ from the reference"
+
+
+def judge_mc_logprobs(numbers: dict, inputs: dict) -> list:
+    problems = []
+    scripted = inputs["scripted"]
+    block = numbers["scripted"]
+    sentences, samples, p = scripted["sentences"], scripted["samples"], scripted["p"]
+    got = _unflat(block)
+    if len(got) != len(sentences):
+        return [f"returned {len(got)} arrays for {len(sentences)} sentences (one array per sentence)"]
+    for g, s in zip(got, sentences):
+        if g.size != len(s) + 1:
+            return [f"a sentence of {len(s)} words needs {len(s) + 1} log-probabilities "
+                    f"(its words and </s>), got {g.size}"]
+    calls = np.asarray(block["calls"]).astype(int)
+    if (calls != samples).any():
+        return [f"with samples={samples}, each sentence must be scored by exactly {samples} stochastic "
+                f"passes (token_logprobs(..., dropout=p)); counted {sorted(set(calls.tolist()))}"]
+    dropouts = np.asarray(block["dropouts"]).reshape(-1)
+    if dropouts.size != 1 or not np.isclose(dropouts[0], p):
+        problems.append(f"every stochastic pass must use dropout=p={p}; saw {dropouts.tolist()}")
+    passes = [np.asarray(ps) for ps in scripted["passes"]]
+    want = [ps.max(axis=0) + np.log(np.exp(ps - ps.max(axis=0)).mean(axis=0)) for ps in passes]
+    if not all(g.shape == w.shape and np.allclose(g, w, rtol=1e-9, atol=LOGPROB_ATOL)
+               for g, w in zip(got, want)):
+        problems.append(_diagnose(got, passes, samples) + " (scripted scorer)")
+    if problems:
+        return problems
+    model = inputs["model"]
+    want_model = probes.run_mc(reference_mc_token_logprobs, model["spec"], model["sentences"],
+                               model["samples"], model["p"], model["seed"])
+    if np.asarray(numbers["model"]["count"]).astype(int).tolist() != [1] * len(model["sentences"]):
+        return ["on a real RNNLM with one sentence, return a list holding one array"]
+    got_model = _unflat(numbers["model"])
+    want_flat = [lp for run in want_model for lp in run]
+    if len(got_model) != len(want_flat) or not all(
+            g.shape == w.shape and np.allclose(g, w, atol=MODEL_ATOL) for g, w in zip(got_model, want_flat)):
+        problems.append("on a small RNNLM, the values differ from `samples` calls of "
+                        "model.token_logprobs(sentences, dropout=p) averaged in probability "
+                        "(make exactly those calls, nothing else that draws dropout masks)")
+    return problems
+
+
+def judge_mc_perplexity(numbers: dict, inputs: dict) -> list:
+    scripted = inputs["scripted"]
+    passes = [np.asarray(ps) for ps in scripted["passes"]]
+    lps = [ps.max(axis=0) + np.log(np.exp(ps - ps.max(axis=0)).mean(axis=0)) for ps in passes]
+    tokens = sum(len(s) + 1 for s in scripted["sentences"])
+    want = float(np.exp(-sum(lp.sum() for lp in lps) / tokens))
+    got = float(numbers["scripted"])
+    calls = np.asarray(numbers["calls"]).astype(int)
+    if (calls != scripted["samples"]).any():
+        return [f"each sentence must be scored by exactly samples={scripted['samples']} stochastic passes"]
+    if not np.isfinite(got) or not np.isclose(got, want, rtol=1e-6):
+        words_only = float(np.exp(-sum(lp.sum() for lp in lps) / (tokens - len(lps))))
+        if np.isfinite(got) and np.isclose(got, words_only, rtol=1e-6):
+            return ["the perplexity must count len(s) + 1 predictions per sentence (its words and </s>)"]
+        return ["the perplexity differs from exp(-(sum of the Monte Carlo log-probabilities) / "
+                "(number of predicted tokens)) (scripted scorer)"]
+    model = inputs["model"]
+    want_model = probes.run_mc(reference_mc_dropout_perplexity, model["spec"], model["sentences"],
+                               model["samples"], model["p"], model["seed"])
+    got_model = np.asarray(numbers["model"], dtype=float)
+    if got_model.shape != (len(want_model),) or not np.allclose(got_model, want_model, rtol=1e-5):
+        return ["on a small RNNLM, the perplexity differs from the Monte Carlo average of `samples` "
+                "calls of model.token_logprobs(sentences, dropout=p)"]
+    return []
+
+
+CHECKS = [
+    Check("ch09.variational_dropout", ("variational_dropout",), dropout_inputs,
+          "autograder.probes.ch09_dropout:variational_dropout", judge_dropout),
+    Check("ch09.mc_token_logprobs", ("mc_token_logprobs",), mc_logprob_inputs,
+          "autograder.probes.ch09_dropout:mc_token_logprobs", judge_mc_logprobs),
+    Check("ch09.mc_dropout_perplexity", ("mc_dropout_perplexity",), mc_perplexity_inputs,
+          "autograder.probes.ch09_dropout:mc_dropout_perplexity", judge_mc_perplexity),
+]
