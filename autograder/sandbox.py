@@ -34,17 +34,6 @@ def log(workdir: Path, **event):
         f.write(json.dumps(event) + "\n")
 
 
-def flatten(numbers, prefix="") -> dict:
-    """Nested dicts/lists of arrays -> {"a/b/0": array}, for an npz file."""
-    import numpy as np
-    if isinstance(numbers, dict):
-        out = {}
-        for key, value in numbers.items():
-            out.update(flatten(value, f"{prefix}{key}/"))
-        return out
-    return {prefix.rstrip("/"): np.asarray(numbers, dtype=float)}
-
-
 def readable_paths() -> list:
     paths = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"],
              sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
@@ -73,6 +62,7 @@ def main(workdir: str) -> int:
         probes[item["check"]] = getattr(importlib.import_module(module), function)
     import numpy as np
     import matplotlib
+    from autograder.probes import to_arrays
     matplotlib.use("Agg")
 
     if request.get("confine", True):
@@ -108,7 +98,7 @@ def main(workdir: str) -> int:
             continue
         try:
             numbers = probes[check](functions, inputs[check])
-            np.savez(workdir / "results" / f"{check}.npz", **flatten(numbers))
+            np.savez(workdir / "results" / f"{check}.npz", **to_arrays(numbers))
             log(workdir, event="probe done", check=check)
         except BaseException as err:
             log(workdir, event="probe failed", check=check, error=_describe(err))

@@ -26,6 +26,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
+from autograder.probes import from_arrays
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 CHECK_CALL = re.compile(r"""check\(\s*["']([\w.\-]+)["']""")
@@ -162,7 +164,7 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
             if path.exists() and not aborted:
                 try:
                     with np.load(path, allow_pickle=False) as data:
-                        numbers[item["check"]] = _unflatten({k: data[k] for k in data.files})
+                        numbers[item["check"]] = from_arrays({k: data[k] for k in data.files})
                 except Exception as err:
                     errors[item["check"]] = f"unreadable result ({type(err).__name__})"
         if code is None or (code != 0 and not any(e.get("event") == "finished" for e in events)):
@@ -185,16 +187,6 @@ def _events(path: Path) -> list:
             except ValueError:
                 pass
     return events
-
-
-def _unflatten(flat: dict):
-    tree: dict = {}
-    for key, value in flat.items():
-        node, parts = tree, key.split("/")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    return tree
 
 
 def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,

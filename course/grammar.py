@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import bisect
 import gzip
-import hashlib
 import io
 import json
 import math
@@ -135,16 +134,16 @@ NAMES = {
 
 # Adjectives by the kind of noun they describe (a word may serve several).
 ADJECTIVES = {
-    "animate": """old young happy hungry tired angry sad brave clever lazy
+    "animate": """happy young hungry old tired angry sad brave clever lazy
         calm proud shy friendly lonely curious gentle nervous sleepy clumsy
         cheerful grumpy strong wise foolish patient jealous famous poor rich
         busy kind""",
     "food": """fresh sweet hot cold ripe delicious warm sour spicy salty raw
         crisp juicy bitter stale soft tasty burnt frozen""",
-    "physical": """old new small big heavy shiny dirty broken cheap
+    "physical": """small new big old heavy shiny dirty broken cheap
         expensive wooden golden rusty sharp tiny huge fancy strange lovely ugly
         dusty""",
-    "place": """old quiet busy empty crowded dark sunny ancient famous small
+    "place": """quiet busy empty old crowded dark sunny ancient famous small
         big cold warm beautiful noisy peaceful narrow wide distant hidden""",
     "plant": """tall young old small big beautiful dry wild tiny strange""",
     "abstract": """strange funny long short true sad simple clever silly old
@@ -190,7 +189,7 @@ class Frame:
 FRAMES = {
     "be": Frame("be", {"hum": 1, "animal": 1, "food": 3, "utensil": 3, "tool": 3, "thing": 3,
                        "vehicle": 2, "place": 3, "plant": 2, "abstract": 2},
-                {"ADJ": 1}, (("in", "place", 1),), weight=1.2),
+                {"ADJ": 1}, weight=1.2),
     "act": Frame("""laugh smile cry dance shout whisper pray cough sneeze yawn frown
                  wink blush sigh complain giggle nod/nodded kneel/knelt shiver
                  grin/grinned weep/wept wander travel/travelled relax hesitate argue panic/panicked""",
@@ -198,7 +197,7 @@ FRAMES = {
     "move": Frame("""sleep/slept run/ran walk jump swim/swam rest wait sit/sat climb
                   fall/fell listen play""",
                   {"hum": 1, "animal": 2}, None, (("in", "place", 2), ("at", "place", 1))),
-    "call": Frame("bark growl howl purr squeak roar chirp hiss",
+    "roam": Frame("roam sniff crouch prowl snort graze nap/napped scurry",
                   {"animal": 1}, None, (("at", "place", 1),)),
     "eat": Frame("eat/ate chew devour nibble swallow lick taste",
                  {"hum": 1, "animal": 2}, {"food": 1},
@@ -206,19 +205,19 @@ FRAMES = {
     "cook": Frame("""cook bake buy/bought sell/sold slice peel serve share order
                   prepare fry boil grill chop/chopped""",
                   {"hum": 1}, {"food": 1},
-                  (("with", "utensil", 2), ("for", "REFL", 2), ("for", "hum", 2), ("in", "place", 1))),
+                  (("with", "utensil", 2), ("for", "REFL", 3), ("for", "hum", 2), ("in", "place", 1))),
     "handle": Frame("""carry find/found lose/lost drop/dropped hide/hid steal/stole
                     bring/brought keep/kept hold/held throw/threw borrow lend/lent
                     wrap/wrapped pack fold fill open""",
                     {"hum": 1}, {"thing": 6, "utensil": 1, "tool": 1},
-                    (("for", "REFL", 2), ("for", "hum", 1), ("to", "hum", 2), ("to", "place", 1))),
+                    (("for", "REFL", 3), ("for", "hum", 1), ("to", "hum", 2), ("to", "place", 1))),
     "fix": Frame("fix repair paint polish build/built decorate clean scrub/scrubbed mend",
                  {"hum": 1}, {"thing": 3, "vehicle": 2},
-                 (("with", "tool", 3), ("for", "REFL", 1), ("for", "hum", 1))),
+                 (("with", "tool", 3), ("for", "REFL", 2), ("for", "hum", 1))),
     "judge": Frame("""admire praise blame trust defend protect forgive/forgave
                    criticize describe injure teach/taught deceive accuse respect
                    console comfort""",
-                   {"hum": 1}, {"hum": 2, "REFL": 1}, (("in", "place", 1), ("at", "place", 1))),
+                   {"hum": 1}, {"hum": 1, "REFL": 1}, (("in", "place", 1), ("at", "place", 1)), weight=2.5),
     "greet": Frame("""meet/met visit greet thank call kiss hug/hugged marry invite ignore
                    warn tease interview join""",
                    {"hum": 1}, {"hum": 1}, (("in", "place", 2), ("at", "place", 1))),
@@ -232,10 +231,10 @@ FRAMES = {
     "go": Frame("leave/left enter explore guard approach reach cross search",
                 {"hum": 1}, {"place": 1}, (("with", "hum", 2),)),
     "tell": Frame("tell/told write/wrote remember forget/forgot invent repeat explain recite",
-                  {"hum": 1}, {"abstract": 1}, (("to", "hum", 3), ("for", "REFL", 1), ("for", "hum", 1))),
+                  {"hum": 1}, {"abstract": 1}, (("to", "hum", 3), ("for", "REFL", 2), ("for", "hum", 1))),
     "say": Frame("""say/said think/thought know/knew believe hope claim suspect
                  feel/felt imagine admit/admitted deny""",
-                 {"hum": 1}, {"CLAUSE": 1}, weight=0.8),
+                 {"hum": 1}, {"CLAUSE": 1}, weight=1.2),
     "drive": Frame("drive/drove steer board rent",
                    {"hum": 1}, {"vehicle": 1}, (("to", "place", 3), ("with", "hum", 1))),
     "garden": Frame("water plant prune trim/trimmed",
@@ -273,14 +272,14 @@ P = {
     "past": 0.35,           # a clause is in the past tense
     "pronoun": 0.18,        # a person subject is he / she / they
     "name": 0.12,           # a singular person noun phrase is a name
-    "adjective": 0.22,      # a noun has an adjective before it
+    "adjective": 0.3,       # a noun has an adjective before it
     "colour": 0.1,          # ... a colour (for things)
-    "modifier": (0.42, 0.34, 0.26, 0.18, 0.1, 0.05),  # a noun phrase at depth d has a modifier
+    "modifier": (0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1),  # a noun phrase at depth d has a modifier
     "modifier_kind": {"pp": 0.55, "subject_rc": 0.25, "object_rc": 0.2},
-    "adverb": 0.08,         # a verb has a frequency adverb before it
-    "adjunct": 0.4,         # a main-clause verb takes a prepositional phrase
-    "coordination": 0.15,   # the main clause has two verb phrases joined by "and"
-    "time": 0.08,           # the sentence ends with a time adverb
+    "adverb": 0.1,          # a verb has a frequency adverb before it
+    "adjunct": 0.6,         # a main-clause verb takes a prepositional phrase
+    "coordination": 0.35,   # the main clause has two verb phrases joined by "and"
+    "time": 0.1,            # the sentence ends with a time adverb
     "subject_kind": {"hum": 0.56, "animal": 0.16, "abstract": 0.05, "vehicle": 0.04,
                      "plant": 0.04, "thing": 0.05, "food": 0.04, "place": 0.03,
                      "tool": 0.015, "utensil": 0.015},
@@ -402,6 +401,7 @@ def build_rules(lexicon: "Lexicon", p: dict = P, max_depth: int = MAX_DEPTH) -> 
       S                 sentence: subject, predicate
       PRED.n.c          main-clause verb phrase(s) in tense t, maybe a time adverb
       VPM.n.c.t         one verb phrase, two joined by "and", or a "that"-clause verb
+                        (VE.n.c.t.0.say: say/think/... + "that" + CLAUSE.1)
       VPA.n.c.t         [adverb] verb, its object and maybe an adjunct PP
       CLAUSE.d          embedded "that"-clause (no adjuncts, no coordination)
       VE.n.c.t.d        [adverb] verb + object inside embedded and relative clauses
@@ -434,7 +434,7 @@ def build_rules(lexicon: "Lexicon", p: dict = P, max_depth: int = MAX_DEPTH) -> 
         weights = {name: f.weight * f.subjects[kind] / sum(f.subjects.values())
                    for name, f in frames.items() if kind in f.subjects and allow(f)}
         total = sum(weights.values())
-        return {name: w / total for name, w in weights.items()}
+        return {name: w / total for name, w in weights.items()} if total else {}
 
     def complements(frame_name, n, c, d):
         """(right-hand side after the verb, weight) for a verb of this frame."""
@@ -459,8 +459,9 @@ def build_rules(lexicon: "Lexicon", p: dict = P, max_depth: int = MAX_DEPTH) -> 
         return "COP" + f".{n}.{t}" if frame_name == "be" else f"V.{frame_name}.{n}.{t}"
 
     def optional_adverb(lhs, rest, weight=1.0):
-        rules.add(lhs, ("ADV",) + rest, weight * p["adverb"])
-        rules.add(lhs, rest, weight * (1 - p["adverb"]))
+        adverb = 0.0 if rest[0].startswith("COP") else p["adverb"]  # not "often is"
+        rules.add(lhs, ("ADV",) + rest, weight * adverb)
+        rules.add(lhs, rest, weight * (1 - adverb))
 
     subject_classes = [(n, c, p["subject_kind"][k] * w) for k in kinds for n, c, w in variants(k)]
 
@@ -561,14 +562,14 @@ def build_rules(lexicon: "Lexicon", p: dict = P, max_depth: int = MAX_DEPTH) -> 
         rules.add(f"PRON.{n}.{c}", (word,), 1.0)
     for (n, c), word in REFLEXIVES.items():
         rules.add(f"REFL.{n}.{c}", (word,), 1.0)
-    for n, words in DETERMINERS.items():
-        rules.add_words(f"DET.{n}", _split(words), z)
+    for n, words in lexicon.determiners.items():
+        rules.add_words(f"DET.{n}", words, z)
     for kind_name, words in lexicon.adjectives.items():
         rules.add_words(f"ADJ.{kind_name}", words, z)
-    rules.add_words("COLOUR", _split(COLOURS), z)
-    rules.add_words("ADV", _split(ADVERBS), z)
-    for t, words in TIME_WORDS.items():
-        rules.add_words(f"TIME.{t}", _split(words), z)
+    rules.add_words("COLOUR", lexicon.colours, z)
+    rules.add_words("ADV", lexicon.adverbs, z)
+    for t, words in lexicon.time_words.items():
+        rules.add_words(f"TIME.{t}", words, z)
     for (n, t), word in COPULA.items():
         rules.add(f"COP.{n}.{t}", (word,), 1.0)
     for name, forms in lexicon.verbs.items():
@@ -645,6 +646,9 @@ class Lexicon:
                 men[len(women):] + women[len(men):]
         self.names = {c: cut(_split(w)) for c, w in names.items() if cut(_split(w))}
         self.adjectives = {k: cut(_split(w)) for k, w in adjectives.items()}
+        self.determiners = {n: cut(_split(w)) for n, w in DETERMINERS.items()}
+        self.colours, self.adverbs = cut(_split(COLOURS)), cut(_split(ADVERBS))
+        self.time_words = {t: cut(_split(w)) for t, w in TIME_WORDS.items()}
         self.kinds = sorted({kind_of(c) for _, c in self.nouns})
         self.check()
 
@@ -665,12 +669,12 @@ class Lexicon:
                 put([f["past"]], "verb.past")
         for words in self.adjectives.values():
             put(words, "adjective")
-        put(_split(COLOURS), "colour")
-        put(_split(ADVERBS), "adverb")
-        for words in TIME_WORDS.values():
-            put(_split(words), "time")
-        for words in DETERMINERS.values():
-            put(_split(words), "determiner")
+        put(self.colours, "colour")
+        put(self.adverbs, "adverb")
+        for words in self.time_words.values():
+            put(words, "time")
+        for words in self.determiners.values():
+            put(words, "determiner")
         put(PRONOUNS.values(), "pronoun")
         put(REFLEXIVES.values(), "reflexive")
         put(COPULA.values(), "copula")
@@ -692,3 +696,533 @@ class Lexicon:
         modifiers = {prep for table in NOUN_MODIFIERS.values() for prep, _, _ in table}
         if adjuncts & modifiers:
             raise ValueError(f"prepositions used both for verbs and nouns: {adjuncts & modifiers}")
+
+
+# --------------------------------------------------------------------------
+# Sampling, parsing and scoring
+# --------------------------------------------------------------------------
+
+END = "</s>"
+
+
+class AmbiguityError(RuntimeError):
+    """A sentence with two derivations: the grammar is not unambiguous."""
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A sentence (as written) and the rules that derived it, leftmost first."""
+
+    words: tuple
+    rules: tuple
+
+    @property
+    def logprob(self) -> float:
+        """Natural-log probability: the sum of the log-probabilities of its rules."""
+        total = 0.0
+        for rule in self.rules:
+            total += rule.logprob
+        return total
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """One agreement in a sentence: the cue word decides the target's form.
+
+    task: "number" (subject -> verb: is/are, eats/eat) or "gender" (subject ->
+    himself/herself). wrong is the target's other form; attractors counts the
+    words between cue and target that carry the other number (nouns, names,
+    pronouns) or the other gender (people, names, he/she/his/her/...).
+    """
+
+    task: str
+    cue_index: int
+    target_index: int
+    right: str
+    wrong: str
+    attractors: int
+
+    @property
+    def distance(self) -> int:
+        return self.target_index - self.cue_index
+
+
+def spell(words) -> list[str]:
+    """Write the article "a" as "an" before a vowel: the only spelling rule."""
+    words = list(words)
+    return [("an" if w == "a" and i + 1 < len(words) and words[i + 1][0] in VOWELS else w)
+            for i, w in enumerate(words)]
+
+
+def unspell(words) -> list[str] | None:
+    """Undo `spell`; None if an article is spelled wrongly ("a apple", "an dog")."""
+    deep = ["a" if w == "an" else w for w in words]
+    return deep if spell(deep) == list(words) else None
+
+
+class Grammar:
+    """The course grammar: sample sentences, score them exactly, find agreements.
+
+    >>> g = Grammar()
+    >>> d = g.sample(random.Random(1))
+    >>> g.logprob(d.words) == d.logprob
+    True
+    """
+
+    def __init__(self, lexicon: Lexicon | None = None, p: dict = P, max_depth: int = MAX_DEPTH):
+        self.lexicon = lexicon or Lexicon()
+        self.rules = build_rules(self.lexicon, p, max_depth)
+        self.start = "S"
+        self._cumulative = {}
+        for lhs, rules in self.rules.items():
+            running, cum = 0.0, []
+            for rule in rules:
+                running += rule.prob
+                cum.append(running)
+            self._cumulative[lhs] = cum
+        self.terminals = sorted({s for rules in self.rules.values() for r in rules
+                                 for s in r.rhs if not is_nonterminal(s)})
+        spelled = {"an"} if "a" in self.terminals else set()  # "a" is also written "an"
+        self.vocabulary = sorted(set(self.terminals) | spelled)
+        self._build_parser_tables()
+        self._build_word_features()
+
+    # -- sampling -----------------------------------------------------------
+    def sample(self, rng: random.Random) -> Derivation:
+        """Draw one sentence; rng is a `random.Random` (its only randomness)."""
+        stack, words, used = [self.start], [], []
+        while stack:
+            symbol = stack.pop()
+            rules = self.rules.get(symbol)
+            if rules is None:
+                words.append(symbol)
+                continue
+            cum = self._cumulative[symbol]
+            i = min(bisect.bisect_right(cum, rng.random() * cum[-1]), len(rules) - 1)
+            used.append(rules[i])
+            stack.extend(reversed(rules[i].rhs))
+        return Derivation(tuple(spell(words)), tuple(used))
+
+    # -- parsing ------------------------------------------------------------
+    def _build_parser_tables(self):
+        """FIRST sets and nullable symbols, to predict only rules that can match."""
+        nullable: set[str] = set()
+        first: dict[str, set[str]] = {lhs: set() for lhs in self.rules}
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rules in self.rules.items():
+                for r in rules:
+                    if lhs not in nullable and all(s in nullable for s in r.rhs):
+                        nullable.add(lhs)
+                        changed = True
+                    new = self._first_of(r.rhs, first, nullable)
+                    if not new <= first[lhs]:
+                        first[lhs] |= new
+                        changed = True
+        self._nullable_rules, self._predict = {}, {}
+        for lhs, rules in self.rules.items():
+            self._nullable_rules[lhs] = [r for r in rules if all(s in nullable for s in r.rhs)]
+            table: dict[str, list[Rule]] = {}
+            for r in rules:
+                if r not in self._nullable_rules[lhs]:
+                    for word in self._first_of(r.rhs, first, nullable):
+                        table.setdefault(word, []).append(r)
+            self._predict[lhs] = table
+
+    @staticmethod
+    def _first_of(symbols, first, nullable) -> set[str]:
+        out: set[str] = set()
+        for s in symbols:
+            if s not in first:  # a terminal
+                out.add(s)
+                return out
+            out |= first[s]
+            if s not in nullable:
+                return out
+        return out
+
+    def parse(self, words) -> Derivation | None:
+        """The derivation of a sentence, or None if the grammar cannot derive it.
+
+        A top-down parser that follows all derivations at once (a stack of
+        symbols still to derive for each). It raises AmbiguityError if two
+        derivations survive: the grammar promises there is at most one.
+        """
+        deep = unspell(words)
+        if deep is None:
+            return None
+        states = [((self.start, END), None)]  # (symbols to derive, rules used so far, newest first)
+        for word in deep + [END]:
+            survivors, agenda = [], states
+            while agenda:
+                stack, used = agenda.pop()
+                if not stack:
+                    continue
+                top, rest = stack[0], stack[1:]
+                if top in self.rules:
+                    for r in self._predict[top].get(word, ()):
+                        agenda.append((r.rhs + rest, (r, used)))
+                    for r in self._nullable_rules[top]:
+                        agenda.append((r.rhs + rest, (r, used)))
+                elif top == word:
+                    survivors.append((rest, used))
+            states = survivors
+            if not states:
+                return None
+        if len(states) > 1:
+            raise AmbiguityError(f"{len(states)} derivations of: {' '.join(words)}")
+        used, rules = states[0][1], []
+        while used is not None:
+            rules.append(used[0])
+            used = used[1]
+        return Derivation(tuple(words), tuple(reversed(rules)))
+
+    def logprob(self, words) -> float:
+        """Exact natural-log probability of a sentence (-inf if impossible)."""
+        derivation = self.parse(words)
+        return -math.inf if derivation is None else derivation.logprob
+
+    def sentence_logprobs(self, sentences) -> np.ndarray:
+        """The scorer protocol: log P(sentence), </s> included, for each sentence."""
+        return np.array([self.logprob(s) for s in sentences], dtype=float)
+
+    # -- trees and agreements -------------------------------------------------
+    def tree(self, derivation: Derivation):
+        """(symbol, children) nested tuples; a word is its position (an int)."""
+        rules, position = iter(derivation.rules), [0]
+
+        def build(symbol):
+            if symbol not in self.rules:
+                position[0] += 1
+                return position[0] - 1
+            rule = next(rules)
+            assert rule.lhs == symbol, "derivation does not match the grammar"
+            return (symbol, tuple(build(s) for s in rule.rhs))
+        return build(self.start)
+
+    def _build_word_features(self):
+        self.number_of, self.gender_of, self.other_form = {}, {}, {}
+        for (n, c), words in self.lexicon.nouns.items():
+            for w in words:
+                self.number_of[w] = n
+        for c, words in self.lexicon.names.items():
+            for w in words:
+                self.number_of[w] = "sg"
+                self.gender_of[w] = c[-1]
+        for c in ("hum_m", "hum_f"):
+            for entry in _split(NOUNS[c]):
+                for w in noun_forms(entry):
+                    self.gender_of[w] = c[-1]
+        for (n, c), w in PRONOUNS.items():
+            self.number_of[w] = n
+        for w, g in (("he", "m"), ("his", "m"), ("himself", "m"),
+                     ("she", "f"), ("her", "f"), ("herself", "f")):
+            self.gender_of[w] = g
+        for forms in self.lexicon.verbs.values():
+            for f in forms:
+                self.other_form[f["3sg"]], self.other_form[f["base"]] = f["base"], f["3sg"]
+        for a, b in (("is", "are"), ("was", "were"), ("himself", "herself")):
+            self.other_form[a], self.other_form[b] = b, a
+
+    def agreements(self, derivation: Derivation) -> list[Agreement]:
+        """Every agreement target in the sentence with its cue (the subject's head)."""
+        words, found = derivation.words, []
+
+        def base(node):
+            return node[0].split(".", 1)[0]
+
+        def is_word(node):
+            return isinstance(node, tuple) and len(node[1]) == 1 and isinstance(node[1][0], int)
+
+        def head(node):
+            for child in node[1]:
+                if is_word(child) and base(child) in ("N", "NAME", "PRON"):
+                    return child[1][0]
+                if isinstance(child, tuple) and base(child) in ("SUBJ", "NP", "NPK"):
+                    return head(child)
+            raise ValueError(f"no head word under {node[0]}")
+
+        def walk(node, subject):
+            if isinstance(node, int):
+                return
+            symbol, children = node
+            kind = base(node)
+            if is_word(node):
+                i = children[0]
+                features = symbol.split(".")
+                if (kind == "V" and features[-1] == "pres") or kind == "COP":
+                    found.append(("number", subject, i))
+                elif kind == "REFL" and words[i] in ("himself", "herself"):
+                    found.append(("gender", subject, i))
+                return
+            if kind in ("S", "CLAUSE"):            # subject, then its predicate
+                walk(children[0], None)
+                walk(children[1], head(children[0]))
+            elif kind == "RCO":                      # which + subject + verb
+                walk(children[1], None)
+                walk(children[2], head(children[1]))
+            elif kind == "NP" and len(children) == 4:  # the noun rules its modifier
+                for child in children[:3]:
+                    walk(child, subject)
+                walk(children[3], children[2][1][0])
+            else:
+                for child in children:
+                    walk(child, subject)
+
+        walk(self.tree(derivation), None)
+        out = []
+        for task, cue, target in found:
+            feature = self.number_of if task == "number" else self.gender_of
+            cue_value = feature[words[cue]]
+            attractors = sum(1 for w in words[cue + 1:target]
+                             if feature.get(w, cue_value) != cue_value)
+            out.append(Agreement(task, cue, target, words[target],
+                                 self.other_form[words[target]], attractors))
+        return out
+
+    # -- exact entropy ----------------------------------------------------------
+    def expected_counts(self) -> dict[str, float]:
+        """Expected number of times each symbol is expanded in one sentence."""
+        order, seen = [], set()
+
+        def visit(symbol, path):
+            if symbol in seen:
+                return
+            if symbol in path:
+                raise ValueError(f"recursive symbol {symbol}: expected counts need an acyclic grammar")
+            path.add(symbol)
+            for r in self.rules[symbol]:
+                for s in r.rhs:
+                    if s in self.rules:
+                        visit(s, path)
+            path.discard(symbol)
+            seen.add(symbol)
+            order.append(symbol)
+        visit(self.start, set())
+        counts = {s: 0.0 for s in order}
+        counts[self.start] = 1.0
+        for symbol in reversed(order):  # parents before children
+            for r in self.rules[symbol]:
+                for s in r.rhs:
+                    if s in self.rules:
+                        counts[s] += counts[symbol] * r.prob
+        return counts
+
+    def entropy(self) -> dict[str, float]:
+        """Exact entropy of a sentence (nats), expected length, and per-token rate.
+
+        With one derivation per sentence, H(sentence) = sum over symbols X of
+        E[#X] * H(rules of X). The rate H / E[words + 1] is what the per-token
+        cross-entropy of a large sample converges to: the perplexity floor.
+        """
+        counts = self.expected_counts()
+        h = words = 0.0
+        for symbol, count in counts.items():
+            for r in self.rules[symbol]:
+                h -= count * r.prob * math.log(r.prob)
+                words += count * r.prob * sum(1 for s in r.rhs if s not in self.rules)
+        rate = h / (words + 1)
+        return {"sentence_entropy": h, "expected_words": words, "token_entropy": rate,
+                "perplexity": math.exp(rate)}
+
+    def derivations(self, limit: int = 200_000):
+        """Every derivation of a finite (tiny) grammar; raises if more than `limit`."""
+        out, agenda = [], [((), (self.start,), ())]
+        while agenda:
+            words, stack, used = agenda.pop()
+            while stack and stack[0] not in self.rules:
+                words, stack = words + (stack[0],), stack[1:]
+            if not stack:
+                out.append(Derivation(tuple(spell(words)), used))
+                if len(out) > limit:
+                    raise ValueError(f"more than {limit} derivations: use a smaller grammar")
+                continue
+            for r in self.rules[stack[0]]:
+                agenda.append((words, r.rhs + stack[1:], used + (r,)))
+        return out
+
+
+def tiny_grammar(max_depth: int = 0, frames=("be", "judge"), kinds=("hum_m", "hum_f", "food"),
+                 words_per_list: int = 1, **p) -> Grammar:
+    """The same grammar code on one word per list, shallow nesting and the
+    given frames and noun kinds; keyword arguments override `P` (e.g.
+    coordination=0). Small enough to list every sentence (`derivations`)."""
+    lexicon = Lexicon(nouns={c: NOUNS[c] for c in kinds}, names={c: NAMES[c] for c in kinds if c in NAMES},
+                      frames={f: FRAMES[f] for f in frames}, words_per_list=words_per_list)
+    return Grammar(lexicon, dict(P, modifier=P["modifier"][:max_depth], **p), max_depth)
+
+
+# --------------------------------------------------------------------------
+# The shipped corpus: `python -m course data make-corpus` calls write_corpus()
+# --------------------------------------------------------------------------
+
+DEFAULT_SEED = 1
+TRAIN_TOKENS = 1_000_000      # words + one </s> per sentence
+HELDOUT_FRACTION = 0.05       # valid, test and the hidden split: 5% of train each
+PAIRS_PER_BUCKET = 500        # agreement pairs per (task, distance bucket)
+MAX_PLAIN_BYTES = 2 * 1024 * 1024  # larger files are written gzipped
+SPLITS = ("train", "valid", "test")
+HIDDEN_NAME = "course_hidden"  # instructor-only split in autograder/heldout/
+
+
+def sample_split(grammar: Grammar, seed: int, stream: str, tokens: int,
+                 sentences: int | None = None) -> list[Derivation]:
+    """Sentences from one random stream until they hold `tokens` tokens
+    (or, if given, until there are `sentences` of them).
+
+    Each split has its own stream (its own seed), so a split can be
+    regenerated alone and its first k sentences do not depend on its size.
+    """
+    rng = random.Random(f"course-corpus/{seed}/{stream}")
+    out, count = [], 0
+    while count < tokens and (sentences is None or len(out) < sentences):
+        derivation = grammar.sample(rng)
+        out.append(derivation)
+        count += len(derivation.words) + 1
+    return out
+
+
+def split_sizes(train_tokens: int = TRAIN_TOKENS, heldout_fraction: float = HELDOUT_FRACTION) -> dict:
+    heldout = int(round(train_tokens * heldout_fraction))
+    return {"train": train_tokens, "valid": heldout, "test": heldout, "hidden": heldout}
+
+
+def corpus_text(derivations) -> tuple[str, str]:
+    """The sentence file and the log-probability file (one line per sentence)."""
+    text = "".join(" ".join(d.words) + "\n" for d in derivations)
+    logprobs = "".join(f"{d.logprob:.6f}\n" for d in derivations)
+    return text, logprobs
+
+
+def write_file(path: Path, text: str) -> Path:
+    """Write text, gzipped (deterministically: no name, no time) if over 2 MiB.
+
+    Returns the path written: `path` or `path` + ".gz"; the other one is removed.
+    """
+    path = Path(path)
+    data = text.encode("utf-8")
+    packed = path.with_name(path.name + ".gz")
+    if len(data) <= MAX_PLAIN_BYTES:
+        path.write_bytes(data)
+        packed.unlink(missing_ok=True)
+        return path
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as f:
+        f.write(data)
+    if buffer.tell() > MAX_PLAIN_BYTES:
+        raise ValueError(f"{packed.name} would be {buffer.tell()} bytes, over the 2 MiB limit "
+                         "of committed files: lower train_tokens")
+    packed.write_bytes(buffer.getvalue())
+    path.unlink(missing_ok=True)
+    return packed
+
+
+def read_text(path: Path) -> str:
+    """Text of `path`, or of `path`.gz if only that exists."""
+    path = Path(path)
+    if not path.exists() and path.with_name(path.name + ".gz").exists():
+        path = path.with_name(path.name + ".gz")
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8")
+
+
+def split_statistics(derivations) -> dict:
+    """Counts, lengths and the floor: the per-token cross-entropy under the grammar."""
+    lengths = np.array([len(d.words) for d in derivations])
+    tokens = int(lengths.sum()) + len(lengths)
+    total = math.fsum(float(f"{d.logprob:.6f}") for d in derivations)  # as stored
+    entropy = -total / tokens
+    return {
+        "sentences": len(lengths), "words": int(lengths.sum()), "tokens": tokens,
+        "types": len({w for d in derivations for w in d.words}),
+        "mean_length": round(float(lengths.mean()), 3), "max_length": int(lengths.max()),
+        "length_p50_p90_p99": [int(np.percentile(lengths, q)) for q in (50, 90, 99)],
+        "sentences_50_plus": int((lengths >= 50).sum()),
+        "cross_entropy": round(entropy, 6), "floor_perplexity": round(math.exp(entropy), 4),
+    }
+
+
+def zipf_slope(derivations, top: int = 1000) -> float:
+    """Least-squares slope of log frequency against log rank (Zipf: about -1)."""
+    counts: dict[str, int] = {}
+    for d in derivations:
+        for w in d.words:
+            counts[w] = counts.get(w, 0) + 1
+    freq = np.array(sorted(counts.values(), reverse=True)[:top], dtype=float)
+    ranks = np.arange(1, len(freq) + 1)
+    return round(float(np.polyfit(np.log(ranks), np.log(freq), 1)[0]), 3)
+
+
+def write_corpus(out_dir=None, hidden_dir=None, seed: int = DEFAULT_SEED,
+                 train_tokens: int = TRAIN_TOKENS, heldout_fraction: float = HELDOUT_FRACTION,
+                 pairs_per_bucket: int = PAIRS_PER_BUCKET) -> dict:
+    """Generate the course corpus; with no arguments, the shipped files byte for byte.
+
+    Writes to out_dir (default data/course): {train,valid,test}.txt and
+    .logprob (one natural-log probability per sentence, </s> included;
+    gzipped as .txt.gz / .logprob.gz when over 2 MiB), agreement.tsv (the
+    minimal pairs) and stats.json. Writes the instructor-only held-out split
+    course_hidden.txt / .logprob / .stats.json to hidden_dir (default
+    autograder/heldout). Returns the statistics.
+    """
+    from course import paths
+    from course.agreement import sample_pairs, write_pairs, bucket_counts
+
+    out_dir = Path(out_dir) if out_dir is not None else paths.COURSE_DATA
+    hidden_dir = Path(hidden_dir) if hidden_dir is not None else paths.ROOT / "autograder" / "heldout"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hidden_dir.mkdir(parents=True, exist_ok=True)
+    grammar = Grammar()
+    sizes = split_sizes(train_tokens, heldout_fraction)
+    exact = grammar.entropy()
+    stats = {
+        "made_by": "python -m course data make-corpus",
+        "settings": {"seed": seed, "train_tokens": train_tokens, "heldout_fraction": heldout_fraction,
+                     "pairs_per_bucket": pairs_per_bucket},
+        "grammar": {"rules": sum(len(r) for r in grammar.rules.values()),
+                    "vocabulary": len(grammar.vocabulary),
+                    "expected_words": round(exact["expected_words"], 4),
+                    "token_entropy": round(exact["token_entropy"], 6),
+                    "floor_perplexity": round(exact["perplexity"], 4)},
+        "splits": {},
+    }
+    train_words = None
+    for split in SPLITS + ("hidden",):
+        derivations = sample_split(grammar, seed, split, sizes[split])
+        text, logprobs = corpus_text(derivations)
+        directory, name = (hidden_dir, HIDDEN_NAME) if split == "hidden" else (out_dir, split)
+        write_file(directory / f"{name}.txt", text)
+        write_file(directory / f"{name}.logprob", logprobs)
+        split_stats = split_statistics(derivations)
+        if split == "train":
+            train_words = {w for d in derivations for w in d.words}
+            stats["train_zipf_slope"] = zipf_slope(derivations)
+        else:
+            unseen = sum(1 for d in derivations for w in d.words if w not in train_words)
+            split_stats["words_unseen_in_train"] = unseen
+        if split == "hidden":
+            hidden_stats = {"made_by": stats["made_by"], "split": split_stats}
+            (hidden_dir / f"{HIDDEN_NAME}.stats.json").write_text(json.dumps(hidden_stats, indent=2) + "\n")
+        else:
+            stats["splits"][split] = split_stats
+    pairs = sample_pairs(grammar, seed, pairs_per_bucket)
+    write_pairs(pairs, out_dir / "agreement.tsv")
+    stats["agreement"] = bucket_counts(pairs)
+    (out_dir / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    return stats
+
+
+def floor_perplexity(split: str = "test", directory=None) -> float:
+    """exp(per-token cross-entropy) of a shipped split under the grammar.
+
+    Computed from the stored log-probabilities and the sentence file, with
+    the course's token count (words + one </s> per sentence).
+    """
+    from course import paths
+    if split == "hidden":
+        directory, split = paths.ROOT / "autograder" / "heldout", HIDDEN_NAME
+    directory = Path(directory) if directory is not None else paths.COURSE_DATA
+    logprobs = [float(x) for x in read_text(directory / f"{split}.logprob").split()]
+    tokens = sum(len(line.split()) + 1 for line in read_text(directory / f"{split}.txt").splitlines())
+    return math.exp(-math.fsum(logprobs) / tokens)

@@ -160,3 +160,260 @@ def influence_arrows(words, most_influential, ax=None, title=None):
     if title:
         ax.set_title(title)
     return ax
+
+
+def loss_curves(curves: dict, ax=None, title=None, xlabel="update", ylabel="loss", logy=False):
+    """One line per run: ``curves`` maps a label to a sequence of values (loss, perplexity).
+
+    logy puts the y axis on a log scale (perplexities spanning orders of magnitude).
+    """
+    ax = _axes(ax, (5.5, 3.5))
+    for label, values in curves.items():
+        values = np.asarray(values, dtype=float)
+        ax.plot(np.arange(1, len(values) + 1), values, label=str(label), lw=1.5)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if len(curves) > 1:
+        ax.legend(frameon=False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def perplexity_bars(perplexities: dict, floor: float | None = None, ax=None, title=None):
+    """Bars of the perplexity of each model (``{label: perplexity}``), lower is better.
+
+    floor: the best perplexity any model can reach (the course corpus's floor,
+    from its grammar), drawn as a dashed line across the bars.
+    """
+    labels = list(perplexities)
+    values = np.asarray([perplexities[k] for k in labels], dtype=float)
+    ax = _axes(ax, (max(4.0, 1.1 * len(labels) + 1.5), 3.5))
+    bars = ax.bar(range(len(labels)), values, color="tab:blue", width=0.6)
+    for bar, value in zip(bars, values):
+        ax.annotate(f"{value:.1f}", (bar.get_x() + bar.get_width() / 2, value),
+                    ha="center", va="bottom", fontsize=9)
+    if floor is not None:
+        ax.axhline(floor, color="black", ls="--", lw=1.2, label=f"floor {floor:.1f}")
+        ax.legend(frameon=False, loc="upper right")
+    ax.set_ylim(0, 1.25 * max(values.max(), floor or 0.0))   # headroom for labels and legend
+    ax.set_xticks(range(len(labels)), labels=labels, rotation=20, ha="right")
+    ax.set_ylabel("perplexity")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def rank_frequency(counts, ax=None, title=None, label=None):
+    """Zipf plot: how often the r-th most frequent word occurs, against r (log-log).
+
+    counts: the word counts (any order), e.g. ``collections.Counter(...).values()``.
+    """
+    freq = np.sort(np.asarray(list(counts), dtype=float))[::-1]
+    ax = _axes(ax, (4.5, 3.5))
+    ax.loglog(np.arange(1, len(freq) + 1), freq, lw=1.5, label=label)
+    ax.set_xlabel("rank of the word")
+    ax.set_ylabel("count")
+    if label:
+        ax.legend(frameon=False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def throughput_plot(batch_sizes, tokens_per_s, ax=None, title=None, label=None):
+    """Training speed against batch size (tutorial section 6.5): tokens per second
+    on a log-2 axis of batch sizes, each point labelled with its speed-up over the first."""
+    sizes = np.asarray(batch_sizes, dtype=float)
+    speed = np.asarray(tokens_per_s, dtype=float)
+    if sizes.shape != speed.shape or sizes.ndim != 1:
+        raise ValueError(f"need one speed per batch size, got {sizes.shape} sizes and {speed.shape} speeds")
+    ax = _axes(ax, (5.0, 3.5))
+    ax.plot(sizes, speed, marker="o", lw=1.5, label=label)
+    for size, value in zip(sizes, speed):
+        ax.annotate(f"{value / speed[0]:.1f}x", (size, value), textcoords="offset points",
+                    xytext=(0, 6), ha="center", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, labels=[f"{int(s)}" for s in sizes])
+    ax.set_ylim(0, 1.15 * speed.max())
+    ax.set_xlabel("batch size (sentences)")
+    ax.set_ylabel("training tokens / s")
+    if label:
+        ax.legend(frameon=False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def depth_plot(depths, values: dict, ylabel="perplexity", floor=None, logy=False, ax=None, title=None):
+    """A measure against the number of stacked layers, one line per variant.
+
+    depths: the layer counts (x axis); values: ``{label: [one value per depth]}``
+    (e.g. "no residual", "ResV", "ResV + ResL"); floor: a dashed line (the
+    corpus's floor perplexity), if given.
+    """
+    depths = np.asarray(depths)
+    ax = _axes(ax, (5.0, 3.5))
+    for label, ys in values.items():
+        ys = np.asarray(ys, dtype=float)
+        if ys.shape != depths.shape:
+            raise ValueError(f"{label}: {ys.shape[0]} values for {depths.shape[0]} depths")
+        ax.plot(depths, ys, marker="o", lw=1.5, label=label)
+    if floor is not None:
+        ax.axhline(floor, color="black", ls="--", lw=1.2, label=f"floor {floor:.1f}")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xticks(depths)
+    ax.set_xlabel("layers")
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def gradient_by_distance(curves: dict, ax=None, title=None,
+                         ylabel=r"$\|\partial \ell_t / \partial h_{t-k}\|$"):
+    """How far back a gradient reaches: its norm against the distance k, log scale.
+
+    curves: ``{label: values}``, ``values[k]`` the gradient norm k steps before the
+            loss (k = 0 is the step the loss is computed at). Lines that shrink
+            geometrically are straight and falling (vanishing gradients), rising
+            ones are exploding gradients, flat ones carry the gradient unchanged.
+    ylabel: what is measured, e.g. the gradient with respect to h or to the cell c.
+    """
+    ax = _axes(ax, (5.5, 3.5))
+    for label, values in curves.items():
+        values = np.asarray(values, dtype=float)
+        ax.semilogy(np.arange(len(values)), values, label=str(label), lw=1.5)
+    ax.set_xlabel("distance k (steps back from the loss)")
+    ax.set_ylabel(ylabel)
+    if len(curves) > 1:
+        ax.legend(frameon=False, fontsize=9)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def unit_lines(curves: dict, positions=None, labels=None, marks=None, ax=None, title=None,
+               xlabel="step", ylabel="value"):
+    """Values in [0, 1] (gates, kept fractions) against a position, on the fixed scale [0, 1].
+
+    curves:    ``{label: values}``, one line each, all of the same length.
+    positions: x values (default 0, 1, 2, ...); labels: tick labels for them (e.g. the words).
+    marks:     ``{position: text}``, dotted vertical lines (e.g. an agreement's cue and target).
+    """
+    ax = _axes(ax, (6.0, 3.2))
+    length = len(next(iter(curves.values())))
+    xs = np.arange(length) if positions is None else np.asarray(positions)
+    for label, values in curves.items():
+        values = np.asarray(values, dtype=float)
+        if values.shape != xs.shape:
+            raise ValueError(f"{label}: {values.shape[0]} values for {xs.shape[0]} positions")
+        ax.plot(xs, values, marker="o" if length <= 40 else None, ms=3, lw=1.5, label=str(label))
+    for position, text in (marks or {}).items():
+        ax.axvline(position, color="grey", ls=":", lw=1)
+        ax.annotate(text, (position, 1.0), xytext=(2, -10), textcoords="offset points", fontsize=8)
+    if labels is not None:
+        ax.set_xticks(xs, labels=list(labels), rotation=90)
+    ax.set_ylim(0.0, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if len(curves) > 1:
+        ax.legend(frameon=False, fontsize=9)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def sample_spread(words, sample_probs, deterministic=None, ax=None, title=None):
+    """The probability a model gives each word over K stochastic (dropout) passes.
+
+    words:         the T predicted words (tick labels; ``</s>`` included).
+    sample_probs:  ``(K, T)`` probabilities, one row per pass with dropout: dots.
+    deterministic: ``(T,)`` probabilities of the pass without dropout: crosses.
+    The mean over the passes (the Monte Carlo estimate) is a short bar; the
+    y axis is the fixed probability scale [0, 1].
+    """
+    sample_probs = np.asarray(sample_probs, dtype=float)
+    T = len(words)
+    if sample_probs.ndim != 2 or sample_probs.shape[1] != T:
+        raise ValueError(f"sample_probs must be (K, {T}) for {T} words, got {sample_probs.shape}")
+    ax = _axes(ax, (max(5.0, 0.55 * T + 1.5), 3.5))
+    K = sample_probs.shape[0]
+    jitter = np.linspace(-0.18, 0.18, K) if K > 1 else np.zeros(1)
+    for k in range(K):
+        ax.plot(np.arange(T) + jitter[k], sample_probs[k], "o", ms=2.5, alpha=0.45, color="tab:blue",
+                label=f"{K} passes with dropout" if k == 0 else None)
+    ax.hlines(sample_probs.mean(axis=0), np.arange(T) - 0.3, np.arange(T) + 0.3, color="tab:orange",
+              lw=2.2, label="their mean (Monte Carlo)")
+    if deterministic is not None:
+        ax.plot(np.arange(T), np.asarray(deterministic, dtype=float), "x", ms=7, mew=2, color="black",
+                label="one pass without dropout")
+    ax.set_xticks(range(T), labels=list(words), rotation=45, ha="right")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_ylabel("probability of the word")
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def mc_samples_plot(samples, perplexities, deterministic, spread=None, ax=None, title=None):
+    """Perplexity against the number K of Monte Carlo dropout samples (Odyssey Figure 1).
+
+    samples:       the K values (x axis, log-2 scale).
+    perplexities:  one perplexity per K (the mean, if several repeats were made).
+    deterministic: the perplexity of the single pass without dropout: a dashed line.
+    spread:        optional ``(low, high)`` per K (e.g. the range over repeats): a band.
+    """
+    ks = np.asarray(samples, dtype=float)
+    values = np.asarray(perplexities, dtype=float)
+    if ks.shape != values.shape or ks.ndim != 1:
+        raise ValueError(f"need one perplexity per K, got {ks.shape} and {values.shape}")
+    ax = _axes(ax, (5.0, 3.5))
+    if spread is not None:
+        low, high = (np.asarray(v, dtype=float) for v in spread)
+        ax.fill_between(ks, low, high, color="tab:blue", alpha=0.2, lw=0, label="range over repeats")
+    ax.plot(ks, values, marker="o", lw=1.5, color="tab:blue", label="Monte Carlo average of K passes")
+    ax.axhline(deterministic, color="black", ls="--", lw=1.2,
+               label=f"deterministic pass {deterministic:.2f}")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ks, labels=[f"{int(k)}" for k in ks])
+    ax.set_xlabel("samples K")
+    ax.set_ylabel("perplexity")
+    ax.legend(frameon=False, fontsize=9)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def budget_curves(runs: dict, floor=None, thresholds=None, ax=None, title=None):
+    """Held-out perplexity against training time, one line per recipe.
+
+    runs:       ``{label: (seconds, perplexities)}``, e.g. CPU seconds of training
+                at each evaluation and the perplexity measured there.
+    floor:      the corpus's floor perplexity: a solid black line.
+    thresholds: ``{label: perplexity}`` (e.g. grading thresholds): dotted lines.
+    """
+    ax = _axes(ax, (6.0, 3.8))
+    for label, (seconds, values) in runs.items():
+        seconds, values = np.asarray(seconds, dtype=float), np.asarray(values, dtype=float)
+        if seconds.shape != values.shape:
+            raise ValueError(f"{label}: {seconds.shape[0]} times for {values.shape[0]} perplexities")
+        ax.plot(seconds, values, marker="o", ms=3, lw=1.5, label=str(label))
+    for label, value in (thresholds or {}).items():
+        ax.axhline(value, color="grey", ls=":", lw=1)
+        ax.annotate(str(label), (1.0, value), xycoords=("axes fraction", "data"), xytext=(-4, 2),
+                    textcoords="offset points", ha="right", fontsize=8, color="grey")
+    if floor is not None:
+        ax.axhline(floor, color="black", lw=1.2, label=f"floor {floor:.1f}")
+    ax.set_yscale("log")
+    ax.set_xlabel("training time (CPU seconds)")
+    ax.set_ylabel("held-out perplexity")
+    ax.legend(frameon=False, fontsize=9)
+    if title:
+        ax.set_title(title)
+    return ax

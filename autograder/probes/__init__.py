@@ -91,3 +91,30 @@ def compare(got: dict, expected: dict, atol: float = ATOL, grad_rtol: float = GR
 def step(functions: dict, inputs: dict) -> dict:
     """The probe of every step-function check: run the student's ``inputs["function"]``."""
     return run_step(functions[inputs["function"]], inputs)
+
+
+def to_arrays(numbers, prefix: str = "") -> dict:
+    """What a probe returns (nested dicts of numbers) -> {"a/b": float array}, as the
+    sandbox writes it (an .npz file, read back with ``allow_pickle=False``)."""
+    if isinstance(numbers, dict):
+        out = {}
+        for key, value in numbers.items():
+            out.update(to_arrays(value, f"{prefix}{key}/"))
+        return out
+    return {prefix.rstrip("/"): np.asarray(numbers, dtype=float)}
+
+
+def from_arrays(flat: dict) -> dict:
+    """The inverse of :func:`to_arrays`: what a judge receives."""
+    tree: dict = {}
+    for key, value in flat.items():
+        node, parts = tree, key.split("/")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return tree
+
+
+def transported(numbers) -> dict:
+    """Numbers as the trusted side sees them after the trip out of the sandbox."""
+    return from_arrays(to_arrays(numbers))

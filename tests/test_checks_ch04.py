@@ -1,0 +1,157 @@
+"""Chapter 04's checks pass the reference and fail plausible wrong answers.
+
+The wrong answers are the ones the sample class of the autograder holds (wrong
+gate order, forget bias missing, NumPy instead of DyNet) and a few more.
+"""
+import numpy as np
+import pytest
+
+from autograder.probes import from_arrays, to_arrays
+from autograder.reference import ch04_forget_gate as ch04
+from autograder.reference import grading
+from autograder.reference.cells import forget_bias_init, lstm_step as reference_lstm_step
+from course import runtime
+
+dy = runtime.dynet()
+CHECKS = {c.name: c for c in ch04.CHECKS}
+
+
+def problems(name, function):
+    check = CHECKS[name]
+    return grading.run_check(check, {check.functions[0]: function})
+
+
+def gate(p, g, x, h):
+    return dy.logistic(dy.affine_transform([p["b_" + g], p["W_x" + g], x, p["W_h" + g], h]))
+
+
+def content(p, x, h):
+    return dy.tanh(dy.affine_transform([p["b_u"], p["W_xu"], x, p["W_hu"], h]))
+
+
+def lstm_written_out(p, x, state):
+    """A correct answer written independently of the reference (as a student would)."""
+    h_prev, c_prev = state
+    i, f, o = gate(p, "i", x, h_prev), gate(p, "f", x, h_prev), gate(p, "o", x, h_prev)
+    c = dy.cmult(f, c_prev) + dy.cmult(i, content(p, x, h_prev))
+    return (dy.cmult(o, dy.tanh(c)), c)
+
+
+def lstm_input_forget_swapped(p, x, state):
+    h_prev, c_prev = state
+    i, f, o = gate(p, "f", x, h_prev), gate(p, "i", x, h_prev), gate(p, "o", x, h_prev)
+    c = dy.cmult(i, content(p, x, h_prev)) + dy.cmult(f, c_prev)
+    return (dy.cmult(o, dy.tanh(c)), c)
+
+
+def lstm_input_output_swapped(p, x, state):
+    h_prev, c_prev = state
+    i, f, o = gate(p, "o", x, h_prev), gate(p, "f", x, h_prev), gate(p, "i", x, h_prev)
+    c = dy.cmult(i, content(p, x, h_prev)) + dy.cmult(f, c_prev)
+    return (dy.cmult(o, dy.tanh(c)), c)
+
+
+def lstm_without_forget_gate(p, x, state):
+    """Chapter 03's cell (eq 50) handed in for chapter 04."""
+    h_prev, c_prev = state
+    c = dy.cmult(gate(p, "i", x, h_prev), content(p, x, h_prev)) + c_prev
+    return (dy.cmult(gate(p, "o", x, h_prev), dy.tanh(c)), c)
+
+
+def lstm_in_numpy(p, x, state):
+    """Right values, computed in NumPy and fed back as constants: no gradients reach p."""
+    sig = lambda a: 1 / (1 + np.exp(-a))
+    P = {k: v.npvalue() for k, v in p.items()}
+    X, H, C = (e.npvalue().reshape(e.dim()[0][0], -1) for e in (x, *state))
+    pre = {g: P["W_x" + g] @ X + P["W_h" + g] @ H + P["b_" + g][:, None] for g in "uifo"}
+    c = sig(pre["i"]) * np.tanh(pre["u"]) + sig(pre["f"]) * C
+    h = sig(pre["o"]) * np.tanh(c)
+    return (dy.inputTensor(h, batched=True), dy.inputTensor(c, batched=True))
+
+
+def test_reference_and_an_independent_answer_pass():
+    assert problems("ch04.lstm_step", reference_lstm_step) == []
+    assert problems("ch04.lstm_step", lstm_written_out) == []
+
+
+@pytest.mark.parametrize("wrong, expected", [
+    (lstm_input_forget_swapped, "differs"),
+    (lstm_input_output_swapped, "differs"),
+    (lstm_without_forget_gate, "differs"),
+    (lstm_in_numpy, "gradients differ"),
+])
+def test_wrong_lstm_steps_fail(wrong, expected):
+    found = problems("ch04.lstm_step", wrong)
+    assert found and expected in "; ".join(found)
+
+
+def test_numpy_step_has_the_right_values_but_no_gradients():
+    """The message points at the real problem, not at the values."""
+    found = problems("ch04.lstm_step", lstm_in_numpy)
+    assert len(found) == 1 and found[0].startswith("gradients differ")
+
+
+def init_correct(name, shape, forget_bias=1.0):
+    return np.full(shape, forget_bias) if name == "b_f" else None
+
+
+def init_zero_biases(name, shape, forget_bias=1.0):
+    """Also right: zero for the other biases is what the default gives them."""
+    if name == "b_f":
+        return [forget_bias] * shape[0]
+    return np.zeros(shape) if len(shape) == 1 else None
+
+
+def test_reference_init_and_equivalent_answers_pass():
+    reference = forget_bias_init(1.0)
+
+    def reference_with_argument(name, shape, forget_bias=1.0):
+        return forget_bias_init(forget_bias)(name, shape)
+
+    assert reference("b_f", (4,)).tolist() == [1.0] * 4
+    assert problems("ch04.lstm_init", reference_with_argument) == []
+    assert problems("ch04.lstm_init", init_correct) == []
+    assert problems("ch04.lstm_init", init_zero_biases) == []
+
+
+@pytest.mark.parametrize("wrong, expected", [
+    (lambda name, shape, forget_bias=1.0: None, "returned None for b_f"),
+    (lambda name, shape, forget_bias=1.0: np.zeros(shape) if name == "b_f" else None, "leaves the forget bias"),
+    (lambda name, shape, forget_bias=1.0: np.ones(shape) if name == "b_f" else None, "forget_bias argument"),
+    (lambda name, shape, forget_bias=1.0: np.full(shape, forget_bias) if name == "b_i" else None, "None for b_f"),
+    (lambda name, shape, forget_bias=1.0: np.full(shape, forget_bias) if name.startswith("b_") else None,
+     "returned a value for b_i, b_o, b_u"),
+    (lambda name, shape, forget_bias=1.0: np.full(shape, forget_bias) if name == "b_f" else np.zeros(shape),
+     "returned a value for W_hf"),
+    (lambda name, shape, forget_bias=1.0: forget_bias if name == "b_f" else None, "returned shape ()"),
+])
+def test_wrong_inits_fail(wrong, expected):
+    found = problems("ch04.lstm_init", wrong)
+    assert found and expected in "; ".join(found), found
+
+
+def test_init_without_forget_bias_argument_fails_with_a_reason():
+    def no_argument(name, shape):
+        return np.ones(shape) if name == "b_f" else None
+    with pytest.raises(TypeError, match="forget_bias"):
+        problems("ch04.lstm_init", no_argument)
+
+
+@pytest.mark.parametrize("answer, passes", [(init_correct, True), (lambda n, s, forget_bias=1.0: None, False)])
+def test_init_numbers_survive_the_sandbox_file_format(answer, passes, tmp_path):
+    """The probe's numbers go through an .npz file between sandbox and grader."""
+    check = CHECKS["ch04.lstm_init"]
+    inputs = check.make_inputs()
+    numbers = grading.load_probe(check.probe)({"lstm_init": answer}, inputs)
+    np.savez(tmp_path / "r.npz", **to_arrays(numbers))
+    with np.load(tmp_path / "r.npz", allow_pickle=False) as f:
+        back = from_arrays({k: f[k] for k in f.files})
+    assert (check.judge(back, inputs) == []) == passes
+
+
+def test_checks_are_registered_and_run_from_a_notebook():
+    assert {"ch04.lstm_step", "ch04.lstm_init"} <= set(grading.all_checks())
+    grading.check("ch04.lstm_step", lstm_step=reference_lstm_step)
+    grading.check("ch04.lstm_init", lstm_init=init_correct)
+    with pytest.raises(AssertionError, match="ch04.lstm_init"):
+        grading.check("ch04.lstm_init", lstm_init=lambda name, shape, forget_bias=1.0: None)

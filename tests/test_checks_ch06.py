@@ -1,0 +1,162 @@
+"""The chapter-06 checks pass a correct pad_batch / masked_batch_nll and fail plausible mistakes."""
+import sys
+
+import pytest
+
+if "dynet" not in sys.modules:          # tests/conftest.py normally configures DyNet first
+    import dynet_config
+    dynet_config.set(random_seed=42, mem=512, autobatch=0)
+
+import dynet as dy  # noqa: E402
+import numpy as np  # noqa: E402
+
+from autograder.probes import ch06_minibatching as probes  # noqa: E402
+from autograder.reference import ch06_minibatching as ch06  # noqa: E402
+from autograder.reference.grading import all_checks, check, run_check  # noqa: E402
+from course import data  # noqa: E402
+
+
+# -------------------------------------------------------------------------- answers to grade
+def pad_batch(sentences, vocab, pad=None, float_masks=True):
+    """A correct answer (pad=None, float_masks=True) and, through the options, wrong ones."""
+    pad = vocab.eos if pad is None else pad
+    ids = [[vocab.index(w) for w in s] for s in sentences]
+    length = max(len(s) for s in ids) + 1
+    one, zero = (1.0, 0.0) if float_masks else (1, 0)
+    inputs = [[vocab.bos if t == 0 else (s[t - 1] if t <= len(s) else pad) for s in ids]
+              for t in range(length)]
+    targets = [[s[t] if t < len(s) else (vocab.eos if t == len(s) else pad) for s in ids]
+               for t in range(length)]
+    masks = [[one if t <= len(s) else zero for s in ids] for t in range(length)]
+    return inputs, targets, masks
+
+
+def masked_batch_nll(lm, batch, use_mask=True, mean=False, numpy_mask=False):
+    """A correct answer with the defaults; the options make the usual mistakes."""
+    inputs, targets, masks = batch
+    state = lm["rnn"].initial_state()
+    terms = []
+    for words_in, words_out, mask in zip(inputs, targets, masks):
+        state = state.add_input(dy.lookup_batch(lm["E"], words_in))
+        scores = dy.affine_transform([lm["b_s"], lm["W_hs"], state.output()])
+        losses = dy.pickneglogsoftmax_batch(scores, words_out)
+        if numpy_mask:       # the value computed outside DyNet: right number, no gradient
+            losses = dy.scalarInput(float(np.dot(losses.npvalue().ravel(), mask)))
+        elif use_mask:
+            losses = dy.cmult(losses, dy.inputTensor(mask, batched=True))
+        terms.append(losses)
+    total = dy.sum_batches(dy.esum(terms))
+    if mean:
+        total = total * (1.0 / sum(sum(m) for m in masks))
+    return total
+
+
+def run(name, **functions):
+    return run_check(all_checks()[name], functions)
+
+
+# -------------------------------------------------------------------------- pad_batch
+def test_checks_are_registered():
+    assert {"ch06.pad_batch", "ch06.masked_batch_nll"} <= set(all_checks())
+
+
+def test_correct_pad_batch_passes():
+    check("ch06.pad_batch", pad_batch=pad_batch)
+
+
+def test_correct_pad_batch_equals_the_course_make_batch():
+    vocab = data.Vocab(ch06.TOKENS)
+    ids, _ = data.encode(ch06.PAD_SENTENCES, vocab, max_unknown=1.0)
+    course = data.make_batch(ids, vocab)
+    assert pad_batch(ch06.PAD_SENTENCES, vocab) == (course.inputs, course.targets, course.masks)
+
+
+def test_padding_with_the_wrong_token_fails():
+    problems = run("ch06.pad_batch", pad_batch=lambda s, v: pad_batch(s, v, pad=v.unk))
+    assert problems and "pad with </s>" in problems[0]
+
+
+def test_integer_masks_fail():
+    problems = run("ch06.pad_batch", pad_batch=lambda s, v: pad_batch(s, v, float_masks=False))
+    assert problems == ["masks must hold floats (1.0 / 0.0), not ints or bools"]
+
+
+def test_batch_major_layout_fails():
+    def batch_major(sentences, vocab):
+        return tuple([list(row) for row in zip(*part)] for part in pad_batch(sentences, vocab))
+    problems = run("ch06.pad_batch", pad_batch=batch_major)
+    assert problems and "time-major" in problems[0]
+
+
+def test_masking_the_final_eos_fails():
+    def no_final_eos(sentences, vocab):
+        inputs, targets, masks = pad_batch(sentences, vocab)
+        lengths = [len(s) for s in sentences]
+        masks = [[1.0 if t < n else 0.0 for n in lengths] for t in range(len(masks))]
+        return inputs, targets, masks
+    assert any("masks differ" in p for p in run("ch06.pad_batch", pad_batch=no_final_eos))
+
+
+def test_calling_the_course_make_batch_fails():
+    def lazy(sentences, vocab):
+        ids, _ = data.encode(sentences, vocab, max_unknown=1.0)
+        b = data.make_batch(ids, vocab)
+        return b.inputs, b.targets, b.masks
+    assert run("ch06.pad_batch", pad_batch=lazy) == [
+        "pad_batch calls course.data.make_batch/make_batches: write the padding yourself"]
+
+
+def test_a_helper_of_their_own_named_make_batch_is_fine():
+    namespace = {"pad_batch_impl": pad_batch}
+    exec("def make_batch(s, v):\n    return pad_batch_impl(s, v)\n"
+         "def pad_batch(s, v):\n    return make_batch(s, v)\n", namespace)
+    check("ch06.pad_batch", pad_batch=namespace["pad_batch"])
+
+
+# -------------------------------------------------------------------------- masked_batch_nll
+def test_correct_masked_batch_nll_passes():
+    check("ch06.masked_batch_nll", masked_batch_nll=masked_batch_nll)
+
+
+def test_reference_is_the_padded_batch_with_its_mask():
+    """The judge's one-at-a-time reference equals the padded, masked batch."""
+    inputs = ch06.nll_inputs()
+    batched = probes.masked_batch_nll({"masked_batch_nll": masked_batch_nll}, inputs)
+    alone = ch06.one_at_a_time(inputs)
+    assert batched["value"] == pytest.approx(alone["value"], rel=1e-5)
+    assert batched["value"] < ch06.one_at_a_time(inputs, mask_padding=False)["value"]
+
+
+def test_forgetting_the_mask_fails():
+    problems = run("ch06.masked_batch_nll", masked_batch_nll=lambda lm, b: masked_batch_nll(lm, b, use_mask=False))
+    assert problems == ["the padded positions were counted: multiply each step's losses by that step's "
+                        "mask before summing"]
+
+
+def test_averaging_fails():
+    problems = run("ch06.masked_batch_nll", masked_batch_nll=lambda lm, b: masked_batch_nll(lm, b, mean=True))
+    assert problems == ["the loss is averaged over the predictions; return the sum"]
+
+
+def test_mask_applied_in_numpy_has_no_gradient():
+    problems = run("ch06.masked_batch_nll", masked_batch_nll=lambda lm, b: masked_batch_nll(lm, b, numpy_mask=True))
+    assert len(problems) == 1 and "outside DyNet" in problems[0]
+
+
+def test_a_batched_result_is_refused():
+    def per_sentence(lm, batch):
+        total = masked_batch_nll(lm, batch)
+        return dy.concatenate_to_batch([total, total])
+    problems = run("ch06.masked_batch_nll", masked_batch_nll=per_sentence)
+    assert problems and "dy.sum_batches" in problems[0]
+
+
+def test_checks_judge_the_numbers_as_the_sandbox_returns_them():
+    """The autograder carries the probe's numbers through an npz file: flat, all arrays."""
+    from autograder.probes import to_arrays as flatten
+    from autograder.probes import from_arrays as _unflatten
+    for name, fn in [("ch06.pad_batch", pad_batch), ("ch06.masked_batch_nll", masked_batch_nll)]:
+        c = all_checks()[name]
+        inputs = c.make_inputs()
+        numbers = _unflatten(flatten(probes.__dict__[c.probe.split(":")[1]]({c.functions[0]: fn}, inputs)))
+        assert c.judge(numbers, inputs) == []

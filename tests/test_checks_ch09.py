@@ -1,0 +1,184 @@
+"""Chapter 09's checks pass the reference answers and fail plausible wrong ones."""
+import warnings
+
+import numpy as np
+import pytest
+
+from autograder.reference import ch09_dropout as ch09
+from autograder.reference.grading import all_checks, run_check
+from course import runtime
+
+dy = runtime.dynet()
+
+
+def problems(name, **functions):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # log(0) of the wrong answers
+        try:
+            return run_check(all_checks()[name], functions)
+        except Exception as err:                            # a probe that crashes fails too
+            return [f"{type(err).__name__}: {err}"]
+
+
+# --------------------------------------------------------------- variational dropout
+def variational(xs, p):
+    if p == 0:
+        return list(xs)
+    d, batch = xs[0].dim()[0][0], xs[0].dim()[1]
+    mask = dy.random_bernoulli((d,), 1.0 - p, 1.0 / (1.0 - p), batch_size=batch)
+    return [dy.cmult(x, mask) for x in xs]
+
+
+def new_mask_every_step(xs, p):
+    return [dy.dropout(x, p) for x in xs]
+
+
+def unscaled(xs, p):
+    d, batch = xs[0].dim()[0][0], xs[0].dim()[1]
+    mask = dy.random_bernoulli((d,), 1.0 - p, 1.0, batch_size=batch)
+    return [dy.cmult(x, mask) for x in xs]
+
+
+def keeps_with_probability_p(xs, p):
+    if p == 0:
+        return list(xs)
+    d, batch = xs[0].dim()[0][0], xs[0].dim()[1]
+    mask = dy.random_bernoulli((d,), p, 1.0 / (1.0 - p), batch_size=batch)
+    return [dy.cmult(x, mask) for x in xs]
+
+
+def one_mask_for_the_batch(xs, p):
+    if p == 0:
+        return list(xs)
+    mask = dy.random_bernoulli((xs[0].dim()[0][0],), 1.0 - p, 1.0 / (1.0 - p))
+    return [dy.cmult(x, mask) for x in xs]
+
+
+def numpy_values(xs, p):
+    if p == 0:
+        return list(xs)
+    d, batch = xs[0].dim()[0][0], xs[0].dim()[1]
+    mask = (np.random.default_rng(3).random((d, batch)) >= p) / (1.0 - p)
+    return [dy.inputTensor(x.npvalue() * mask, batched=True) for x in xs]
+
+
+def test_variational_dropout_reference_passes():
+    assert problems("ch09.variational_dropout", variational_dropout=variational) == []
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (new_mask_every_step, "changes from one time step"),
+    (unscaled, "1/(1-p)"),
+    (keeps_with_probability_p, "probability of DROPPING"),
+    (one_mask_for_the_batch, "share a mask"),
+    (numpy_values, "gradient"),
+])
+def test_variational_dropout_wrong_answers_fail(wrong, says):
+    found = problems("ch09.variational_dropout", variational_dropout=wrong)
+    assert found and says in " ".join(found), found
+
+
+# --------------------------------------------------------------- Monte Carlo dropout
+def geometric_mean(model, sentences, samples, p):
+    passes = [model.token_logprobs(sentences, dropout=p) for _ in range(samples)]
+    return [np.mean([run[i] for run in passes], axis=0) for i in range(len(sentences))]
+
+
+def naive_average(model, sentences, samples, p):
+    passes = [model.token_logprobs(sentences, dropout=p) for _ in range(samples)]
+    return [np.log(np.mean(np.exp([run[i] for run in passes]), axis=0)) for i in range(len(sentences))]
+
+
+def sum_not_mean(model, sentences, samples, p):
+    passes = [model.token_logprobs(sentences, dropout=p) for _ in range(samples)]
+    return [np.logaddexp.reduce([run[i] for run in passes], axis=0) for i in range(len(sentences))]
+
+
+def one_pass_too_many(model, sentences, samples, p):
+    return ch09.reference_mc_token_logprobs(model, sentences, samples + 1, p)
+
+
+def deterministic(model, sentences, samples, p):
+    return model.token_logprobs(sentences)
+
+
+def test_mc_token_logprobs_reference_passes():
+    assert problems("ch09.mc_token_logprobs", mc_token_logprobs=ch09.reference_mc_token_logprobs) == []
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (geometric_mean, "geometric mean"),
+    (naive_average, "log-sum-exp"),
+    (sum_not_mean, "divided by K"),
+    (one_pass_too_many, "stochastic passes"),
+    (deterministic, "exactly"),
+])
+def test_mc_token_logprobs_wrong_answers_fail(wrong, says):
+    found = problems("ch09.mc_token_logprobs", mc_token_logprobs=wrong)
+    assert found and says in " ".join(found), found
+
+
+def test_mc_token_logprobs_is_independent_of_batching():
+    """Scoring the sentences one at a time is as right as scoring them together."""
+    def one_at_a_time(model, sentences, samples, p):
+        return [ch09.reference_mc_token_logprobs(model, [s], samples, p)[0] for s in sentences]
+    assert problems("ch09.mc_token_logprobs", mc_token_logprobs=one_at_a_time) == []
+
+
+def test_real_model_half_catches_extra_random_draws():
+    """On the small RNNLM, a wasted stochastic pass shifts the masks of the passes that count
+    (the scripted half catches it too, by counting calls)."""
+    from autograder.probes.ch09_dropout import run_mc
+
+    def extra_draw(model, sentences, samples, p):
+        model.token_logprobs(sentences, dropout=p)
+        return ch09.reference_mc_token_logprobs(model, sentences, samples, p)
+
+    real = ch09.mc_logprob_inputs()["model"]
+    args = (real["spec"], real["sentences"], real["samples"], real["p"], real["seed"])
+    got, want = run_mc(extra_draw, *args), run_mc(ch09.reference_mc_token_logprobs, *args)
+    assert not all(np.allclose(a[0], b[0], atol=ch09.MODEL_ATOL) for a, b in zip(got, want))
+    again = run_mc(ch09.reference_mc_token_logprobs, *args)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(again, want))
+
+
+def test_mc_dropout_perplexity_reference_passes():
+    assert problems("ch09.mc_dropout_perplexity",
+                    mc_dropout_perplexity=ch09.reference_mc_dropout_perplexity) == []
+
+
+def words_only(model, sentences, samples, p):
+    lps = ch09.reference_mc_token_logprobs(model, sentences, samples, p)
+    return float(np.exp(-sum(lp.sum() for lp in lps) / sum(len(s) for s in sentences)))
+
+
+def mean_of_sentence_perplexities(model, sentences, samples, p):
+    lps = ch09.reference_mc_token_logprobs(model, sentences, samples, p)
+    return float(np.mean([np.exp(-lp.mean()) for lp in lps]))
+
+
+def single_pass(model, sentences, samples, p):
+    return ch09.reference_mc_dropout_perplexity(model, sentences, 1, p)
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (words_only, "</s>"),
+    (mean_of_sentence_perplexities, "differs"),
+    (single_pass, "samples"),
+])
+def test_mc_dropout_perplexity_wrong_answers_fail(wrong, says):
+    found = problems("ch09.mc_dropout_perplexity", mc_dropout_perplexity=wrong)
+    assert found and says in " ".join(found), found
+
+
+def test_same_seed_same_masks():
+    """The design the real-model comparison rests on: re-seeding DyNet repeats the masks."""
+    from autograder.probes.ch09_dropout import build_model
+    model = build_model(ch09._model_spec(np.random.default_rng(0)))
+    sentence = [["the", "cat", "sees", "a", "dog"]]
+    runtime.init(seed=5)
+    first = [model.token_logprobs(sentence, dropout=0.5)[0] for _ in range(2)]
+    runtime.init(seed=5)
+    again = [model.token_logprobs(sentence, dropout=0.5)[0] for _ in range(2)]
+    assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
+    assert not np.allclose(first[0], first[1])            # and the two passes differ
