@@ -192,6 +192,8 @@ def _events(path: Path) -> list:
 def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
           confine: bool = True) -> Result:
     """Grade one submitted notebook; never raises for a bad submission."""
+    from course import runtime
+    runtime.dynet()                      # the judges compute references with DyNet
     from autograder.reference.grading import all_checks
     limits = limits or Limits()
     chapter = chapter or Path(path).stem
