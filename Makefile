@@ -50,9 +50,13 @@ feedback: $(STAMP)
 grades: $(STAMP)
 	$(PY) -m autograder.grade grades
 
-## make bench: the benchmark tables in bench/ (minutes)
+## make bench: the benchmark tables in bench/results/ (bench/models.py alone takes about an hour)
 bench: $(STAMP)
 	$(PY) bench/batch_speed.py
+	$(PY) bench/cell_speed.py
+	$(PY) bench/notebook_times.py
+	$(PY) bench/grading_speed.py
+	$(PY) bench/models.py
 
 ## make dynet-gpu: build a CUDA-enabled DyNet into .venv-gpu (see README, "GPU DyNet")
 dynet-gpu:
