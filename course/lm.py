@@ -24,7 +24,7 @@ import numpy as np
 
 from course import runtime
 from course.cell import Cell
-from course.data import Vocab, encode, make_batches, shuffled
+from course.data import Vocab, encode, make_batch, make_batches, shuffled
 
 dy = runtime.dynet()
 
@@ -246,6 +246,27 @@ def resolve_cell(name: str, extra: dict | None = None):
         choices = sorted(BUILDERS) + sorted(f"hand-{k}" if k in BUILDERS else k for k in CELLS)
         raise ValueError(f"unknown cell {name!r}: choose from {choices}")
     return make_cell(key, **(extra or {}))
+
+
+def gradient_profile(model: RNNLM, sentences, K: int = 25, n: int = 64) -> np.ndarray:
+    """Typical ||d loss / d h|| at each of the K steps before a prediction
+    (vanishing and exploding gradients, tutorial section 6.3).
+
+    The loss is the model's prediction of word K of the first n sentences longer
+    than K words; entry k of the result belongs to the state k steps before it.
+    "Typical" is the geometric mean over the sentences (the norms span decades).
+    """
+    ids, _ = encode([s[:K] for s in sentences if len(s) > K][:n], model.vocab)
+    if not ids:
+        raise ValueError(f"no sentence is longer than K={K} words: lower K")
+    batch = make_batch(ids, model.vocab)
+    dy.renew_cg()
+    hs = model.hidden_states(batch.inputs[:K])     # the states after <s>, w_1, ..., w_{K-1}
+    scores = dy.affine_transform([model.b_s.expr(True), model.W_hs.expr(True), hs[-1]])
+    loss = dy.sum_batches(dy.pickneglogsoftmax_batch(scores, batch.targets[K - 1]))
+    loss.backward(full=True)                       # full=True: gradients of every node, h included
+    norms = np.array([np.linalg.norm(h.gradient(), axis=0) for h in reversed(hs)])
+    return np.exp(np.log(np.maximum(norms, 1e-30)).mean(axis=1))
 
 
 def perplexity(total_nll: float, n_predictions: int) -> float:

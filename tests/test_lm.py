@@ -146,3 +146,15 @@ def test_dropout_changes_training_scores_but_not_evaluation(tiny_corpus):
     np.testing.assert_allclose(np.concatenate(plain), np.concatenate(model.token_logprobs(tiny_corpus[:6])))
     with pytest.raises(ValueError, match="dropout must be in"):
         model.token_logprobs(tiny_corpus[:2], dropout=1.0)
+
+
+def test_gradient_profile_vanishes_with_small_recurrent_weights(tiny_corpus):
+    long = [s * 3 for s in tiny_corpus if len(s) >= 4]
+    model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=8, hidden=8)
+    W_xh, W_hh, b = model.layers[0].builder.get_parameters()[0]
+    W_hh.set_value(0.1 * np.eye(8))
+    profile = lm.gradient_profile(model, long, K=10, n=16)
+    assert profile.shape == (10,) and np.all(profile > 0)
+    assert profile[-1] < 1e-4 * profile[0]          # ten steps back, almost nothing arrives
+    with pytest.raises(ValueError, match="lower K"):
+        lm.gradient_profile(model, tiny_corpus, K=500)
