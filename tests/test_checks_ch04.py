@@ -6,6 +6,7 @@ gate order, forget bias missing, NumPy instead of DyNet) and a few more.
 import numpy as np
 import pytest
 
+from autograder import probes
 from autograder.probes import from_arrays, to_arrays
 from autograder.reference import ch04_forget_gate as ch04
 from autograder.reference import grading
@@ -69,26 +70,41 @@ def lstm_in_numpy(p, x, state):
     return (dy.inputTensor(h, batched=True), dy.inputTensor(c, batched=True))
 
 
-def test_reference_and_an_independent_answer_pass():
-    assert problems("ch04.lstm_step", reference_lstm_step) == []
-    assert problems("ch04.lstm_step", lstm_written_out) == []
+STEP_CHECKS = ("ch04.lstm_step", "ch04.lstm_forget_gate", "ch04.lstm_builder")
 
 
-@pytest.mark.parametrize("wrong, expected", [
-    (lstm_input_forget_swapped, "differs"),
-    (lstm_input_output_swapped, "differs"),
-    (lstm_without_forget_gate, "differs"),
-    (lstm_in_numpy, "gradients differ"),
-])
-def test_wrong_lstm_steps_fail(wrong, expected):
-    found = problems("ch04.lstm_step", wrong)
-    assert found and expected in "; ".join(found)
+@pytest.mark.parametrize("name", STEP_CHECKS)
+def test_reference_and_an_independent_answer_pass(name):
+    assert problems(name, reference_lstm_step) == []
+    assert problems(name, lstm_written_out) == []
 
 
-def test_numpy_step_has_the_right_values_but_no_gradients():
-    """The message points at the real problem, not at the values."""
-    found = problems("ch04.lstm_step", lstm_in_numpy)
-    assert len(found) == 1 and found[0].startswith("gradients differ")
+@pytest.mark.parametrize("wrong", [lstm_input_forget_swapped, lstm_input_output_swapped,
+                                   lstm_without_forget_gate])
+@pytest.mark.parametrize("name", ["ch04.lstm_step", "ch04.lstm_builder"])
+def test_wrong_lstm_steps_fail(name, wrong):
+    found = problems(name, wrong)
+    assert found and "differ" in found[0], found
+
+
+def test_the_forget_gate_check_names_what_is_wrong():
+    found = problems("ch04.lstm_forget_gate", lstm_without_forget_gate)
+    assert any("(f = 0)" in p for p in found) and not any("(f = 1)" in p for p in found), found
+    found = problems("ch04.lstm_forget_gate", lstm_input_forget_swapped)
+    assert any("(f = 1)" in p for p in found), found
+
+
+@pytest.mark.parametrize("name", STEP_CHECKS)
+def test_numpy_step_has_the_right_values_but_no_gradients(name):
+    """Every check of lstm_step fails it, naming the gradients, not the values."""
+    found = problems(name, lstm_in_numpy)
+    assert len(found) == 1 and "gradients differ" in found[0], found
+
+
+def test_builder_reference_agrees_with_the_reference_cell():
+    """Two independent references (DyNet's builder, the course's cell) compute the same."""
+    inputs = CHECKS["ch04.lstm_builder"].make_inputs()
+    assert probes.compare(ch04.run_vanilla_lstm_builder(inputs), probes.run_step(reference_lstm_step, inputs)) == []
 
 
 def init_correct(name, shape, forget_bias=1.0):
@@ -150,7 +166,7 @@ def test_init_numbers_survive_the_sandbox_file_format(answer, passes, tmp_path):
 
 
 def test_checks_are_registered_and_run_from_a_notebook():
-    assert {"ch04.lstm_step", "ch04.lstm_init"} <= set(grading.all_checks())
+    assert set(STEP_CHECKS) | {"ch04.lstm_init"} <= set(grading.all_checks())
     grading.check("ch04.lstm_step", lstm_step=reference_lstm_step)
     grading.check("ch04.lstm_init", lstm_init=init_correct)
     with pytest.raises(AssertionError, match="ch04.lstm_init"):

@@ -1,20 +1,23 @@
-"""Chapter 05's check passes the reference (and `1 - z` written naturally) and
-fails plausible wrong GRUs: the sample class's NumPy answer, eq 59's weights
-exchanged, the reset gate in the wrong place, the gates swapped."""
+"""Chapter 05's checks pass the reference (and `1 - z` written naturally) and
+fail plausible wrong GRUs: the sample class's NumPy answer (full check only:
+its values are right), eq 59's weights exchanged, the reset gate in the wrong
+place, the gates swapped."""
 import numpy as np
 import pytest
 
+from autograder import probes
 from autograder.reference import ch05_gru as ch05
 from autograder.reference import grading
 from autograder.reference.cells import gru_step as reference_gru_step
 from course import runtime
 
 dy = runtime.dynet()
-CHECK = {c.name: c for c in ch05.CHECKS}["ch05.gru_step"]
+CHECKS = {c.name: c for c in ch05.CHECKS}
+NAMES = ("ch05.gru_step", "ch05.gru_update_gate", "ch05.gru_builder")
 
 
-def problems(step):
-    return grading.run_check(CHECK, {"gru_step": step})
+def problems(step, name="ch05.gru_step"):
+    return grading.run_check(CHECKS[name], {"gru_step": step})
 
 
 def gate(p, g, x, h):
@@ -64,19 +67,34 @@ def gru_in_numpy(p, x, state):
 
 
 @pytest.mark.parametrize("step", [reference_gru_step, one_minus_z_natural, one_minus_z_written_out])
-def test_right_answers_pass(step):
-    assert problems(step) == []
+@pytest.mark.parametrize("name", NAMES)
+def test_right_answers_pass(name, step):
+    assert problems(step, name) == []
 
 
 @pytest.mark.parametrize("wrong", [z_exchanged, reset_after_matrix, gates_swapped])
 def test_wrong_grus_fail(wrong):
     found = problems(wrong)
     assert found and "differs" in found[0]
+    assert problems(wrong, "ch05.gru_builder")
 
 
-def test_numpy_gru_fails_on_gradients_only():
-    found = problems(gru_in_numpy)
-    assert len(found) == 1 and found[0].startswith("gradients differ")
+def test_the_update_gate_check_names_what_is_wrong():
+    found = problems(z_exchanged, "ch05.gru_update_gate")
+    assert any("(z = 0)" in p for p in found) and any("(z = 1)" in p for p in found), found
+    found = problems(reset_after_matrix, "ch05.gru_update_gate")     # only the candidate is wrong
+    assert "(z = 1)" in found[0] and not any("(z = 0)" in p for p in found), found
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numpy_gru_fails_on_gradients_only(name):
+    found = problems(gru_in_numpy, name)
+    assert len(found) == 1 and "gradients differ" in found[0], found
+
+
+def test_builder_reference_agrees_with_the_reference_cell():
+    inputs = CHECKS["ch05.gru_builder"].make_inputs()
+    assert probes.compare(ch05.run_gru_builder(inputs), probes.run_step(reference_gru_step, inputs)) == []
 
 
 def test_a_step_that_returns_a_bare_expression_is_refused():
@@ -84,8 +102,8 @@ def test_a_step_that_returns_a_bare_expression_is_refused():
         problems(lambda p, x, state: one_minus_z_natural(p, x, state)[0])
 
 
-def test_check_is_registered_and_runs_from_a_notebook():
-    assert "ch05.gru_step" in grading.all_checks()
+def test_checks_are_registered_and_run_from_a_notebook():
+    assert set(NAMES) <= set(grading.all_checks())
     grading.check("ch05.gru_step", gru_step=one_minus_z_natural)
     with pytest.raises(AssertionError, match="ch05.gru_step"):
         grading.check("ch05.gru_step", gru_step=z_exchanged)
