@@ -52,3 +52,25 @@ def test_probe_modules_never_load_reference_code():
                             env={"PYTHONPATH": str(ROOT), "PATH": ""}, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", f"probes imported reference code: {result.stdout}"
+
+
+def test_a_step_built_on_dynets_fused_lstm_operations_earns_nothing():
+    """Lecture 07 shows DyNet's fused LSTM operations; they must not answer chapter 04."""
+    from autograder.reference import cells
+    from autograder.reference.grading import chapter_checks, run_check
+    from course import runtime
+    dy = runtime.dynet()
+
+    def fused_lstm_step(p, x, state):
+        h_prev, c_prev = state
+        W_x = dy.concatenate([p["W_x" + g] for g in "ifou"])
+        W_h = dy.concatenate([p["W_h" + g] for g in "ifou"])
+        b = dy.concatenate([p["b_" + g] for g in "ifou"])
+        gates = dy.vanilla_lstm_gates(x, h_prev, W_x, W_h, b)
+        c = dy.vanilla_lstm_c(c_prev, gates)
+        return (dy.vanilla_lstm_h(c, gates), c)
+
+    check = chapter_checks("ch04")["ch04.lstm_step"]
+    assert run_check(check, {"lstm_step": cells.lstm_step}) == []
+    problems = run_check(check, {"lstm_step": fused_lstm_step})
+    assert problems and "fused LSTM" in problems[0]

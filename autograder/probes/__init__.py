@@ -88,9 +88,35 @@ def compare(got: dict, expected: dict, atol: float = ATOL, grad_rtol: float = GR
     return problems
 
 
+FUSED = ("vanilla_lstm_gates", "vanilla_lstm_c", "vanilla_lstm_h")   # DyNet's whole-LSTM operations
+
+
+def names_used(fn, depth: int = 3) -> set:
+    """Attribute and global names a function's code uses, following the functions
+    it calls from its module (a few levels deep) and the functions nested in it."""
+    seen, names, todo = set(), set(), [(fn, depth)]
+    while todo:
+        f, level = todo.pop()
+        code = getattr(f, "__code__", None)
+        if code is None or code in seen:
+            continue
+        seen.add(code)
+        codes = [code]
+        while codes:
+            c = codes.pop()
+            names.update(c.co_names)
+            codes.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+        if level:
+            todo.extend((f.__globals__[n], level - 1) for n in code.co_names
+                        if callable(f.__globals__.get(n)) and hasattr(f.__globals__[n], "__code__"))
+    return names
+
+
 def step(functions: dict, inputs: dict) -> dict:
-    """The probe of every step-function check: run the student's ``inputs["function"]``."""
-    return run_step(functions[inputs["function"]], inputs)
+    """The probe of every step-function check: run the student's ``inputs["function"]``,
+    and note whether it hands the work to DyNet's fused LSTM operations."""
+    fn = functions[inputs["function"]]
+    return {**run_step(fn, inputs), "fused": float(bool(set(FUSED) & names_used(fn)))}
 
 
 def to_arrays(numbers, prefix: str = "") -> dict:
