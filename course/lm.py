@@ -69,8 +69,9 @@ class CellLayer:
 class BuilderLayer:
     """One layer of DyNet's own SimpleRNN/VanillaLSTM/GRU builder."""
 
-    def __init__(self, name: str, pc, d_in: int, d_h: int):
-        self.builder = getattr(dy, BUILDERS[name])(1, d_in, d_h, pc)
+    def __init__(self, name: str, pc, d_in: int, d_h: int, forget_bias: float = 1.0):
+        options = {"forget_bias": forget_bias} if name == "lstm" else {}
+        self.builder = getattr(dy, BUILDERS[name])(1, d_in, d_h, pc, **options)
 
     def start(self, batch_size: int):
         return self.builder.initial_state()
@@ -105,7 +106,8 @@ class RNNLM:
     """A recurrent language model over a :class:`Vocab`.
 
     cell: a :class:`Cell` (hand-written step function) or a builder name from
-    :data:`BUILDERS`. ``residual`` is None, "vertical" (ResV: layer input added
+    :data:`BUILDERS`; ``extra={"forget_bias": b}`` sets the builder LSTM's forget
+    bias (DyNet adds it inside the forget gate's sigmoid; default 1). ``residual`` is None, "vertical" (ResV: layer input added
     to the output passed up, eq 61) or "lateral" (ResV + ResL: the sum also
     becomes the recurrent h_t); residuals need ``embed == hidden``.
     """
@@ -128,7 +130,8 @@ class RNNLM:
                              hidden, layers, residual, dict(extra or {}))
         self.pc = pc if pc is not None else dy.ParameterCollection()
         self.embeddings = self.pc.add_lookup_parameters((len(vocab), embed), name="M")
-        self.layers = [(BuilderLayer(cell, self.pc, d_in, hidden) if isinstance(cell, str)
+        forget_bias = float(self.config.extra.get("forget_bias", 1.0))
+        self.layers = [(BuilderLayer(cell, self.pc, d_in, hidden, forget_bias) if isinstance(cell, str)
                         else CellLayer(cell, self.pc, d_in, hidden))
                        for d_in in [embed] + [hidden] * (layers - 1)]
         self.W_hs = self.pc.add_parameters((len(vocab), hidden), name="Whs")

@@ -158,3 +158,15 @@ def test_gradient_profile_vanishes_with_small_recurrent_weights(tiny_corpus):
     assert profile[-1] < 1e-4 * profile[0]          # ten steps back, almost nothing arrives
     with pytest.raises(ValueError, match="lower K"):
         lm.gradient_profile(model, tiny_corpus, K=500)
+
+
+def test_builder_lstm_forget_bias_is_a_setting_and_survives_a_checkpoint(tiny_corpus, tmp_path):
+    v = Vocab.build(tiny_corpus)
+    runtime.init(seed=3)
+    one = lm.RNNLM(v, "lstm", embed=6, hidden=6)
+    runtime.init(seed=3)
+    zero = lm.RNNLM(v, "lstm", embed=6, hidden=6, extra={"forget_bias": 0.0})
+    assert lm.evaluate(one, tiny_corpus[:5]) != lm.evaluate(zero, tiny_corpus[:5])
+    zero.save(tmp_path / "z")
+    assert lm.evaluate(lm.RNNLM.load(tmp_path / "z"), tiny_corpus[:5]) == \
+        pytest.approx(lm.evaluate(zero, tiny_corpus[:5]))
