@@ -101,7 +101,7 @@ def nbgrader_autograde(base: Path, student: str, chapter: str, path: Path, work:
                              timeout=wall_s, preexec_fn=_nbgrader_limits, start_new_session=True)
         log = run.stdout + run.stderr
     except subprocess.TimeoutExpired:
-        return {"error": f"nbgrader did not finish within {wall_s} s"}
+        return {"error": f"nbgrader did not finish within {wall_s} s (a loop that ignores interrupts?)"}
     (work / "results" / student).mkdir(parents=True, exist_ok=True)
     (work / "results" / student / f"{chapter}.nbgrader.log").write_text(log[-20000:])
     try:
@@ -119,6 +119,8 @@ def status_of(result: dict, nbg: dict) -> tuple:
     if result.get("failure"):
         return "failed", result["failure"]
     reasons = list(result.get("notes", []))
+    if "error" in nbg:
+        reasons.append(nbg["error"])
     if result.get("aborted"):     # stopped for a loop, a crash or memory: nbgrader may disagree, fairly
         return "graded", " ".join(reasons)
     if "cells" in nbg:
@@ -130,8 +132,8 @@ def status_of(result: dict, nbg: dict) -> tuple:
                                   "the trusted score counts. " + " ".join(reasons)).strip()
         if any(c.get("needs_manual_grade") for c in nbg["cells"].values()):
             return "needs manual grade", " ".join(reasons)
-    else:
-        reasons.append(nbg.get("error", "nbgrader gave no result"))
+    elif "error" not in nbg:
+        reasons.append("nbgrader gave no result")
     return "graded", " ".join(reasons)
 
 

@@ -37,7 +37,7 @@ def expected_score(student: str) -> float:
 def graded(tmp_path_factory):
     work = tmp_path_factory.mktemp("work")
     records = grade.autograde(SAMPLES / "submissions", work=work, workers=4, cell_timeout=60,
-                              wall_s=400, limits=LIMITS)
+                              wall_s=180, limits=LIMITS)
     return work, {r["student"]: r for r in records}
 
 
