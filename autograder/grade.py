@@ -93,6 +93,8 @@ def nbgrader_autograde(base: Path, student: str, chapter: str, path: Path, work:
     target = private / "submitted" / student / chapter
     target.mkdir(parents=True)
     shutil.copy(path, target / f"{chapter}.ipynb")
+    for folder in trusted.artifacts_of(path, chapter):      # e.g. the capstone's saved model
+        shutil.copytree(folder, target / folder.name, symlinks=False)
     env = {**os.environ, "NBGRADER_EXECUTION": "autograde"}
     command = ["nbgrader", "autograde", chapter, "--student", student, "--force",
                f"--Execute.timeout={cell_timeout}"]

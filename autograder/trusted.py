@@ -116,7 +116,18 @@ def _limit(limits: Limits):
     return apply
 
 
-def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine: bool = True):
+ARTIFACT_MB = 64     # the largest saved model a submission may bring
+
+
+def artifacts_of(path: Path, chapter: str) -> list:
+    """Folders a submission brings next to its notebook: ``<chapter>_model/``
+    (the capstone's saved model), given to the sandbox as its working files."""
+    folder = Path(path).parent / f"{chapter}_model"
+    return [folder] if folder.is_dir() else []
+
+
+def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine: bool = True,
+                artifacts: list = ()):
     """Run the sandbox; return (numbers per check, errors per check, notes, aborted).
 
     A run that is stopped (wall time, CPU or memory limit, the process ended by
@@ -126,11 +137,18 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
     try:
         (workdir / "request.json").write_text(json.dumps({"cells": cells, "probes": probes,
                                                           "confine": confine}))
+        notes = []
+        for folder in artifacts:
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+            if size > ARTIFACT_MB << 20:
+                notes.append(f"{folder.name}/ is {size >> 20} MB, over the {ARTIFACT_MB} MB limit: not graded")
+                continue
+            shutil.copytree(folder, workdir / folder.name, symlinks=False,
+                            ignore=lambda d, names: [n for n in names if Path(d, n).is_symlink()])
         with open(workdir / "inputs.pkl", "wb") as f:
             pickle.dump(inputs, f)
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "MPLCONFIGDIR": str(workdir),
                "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-        notes = []
         with open(workdir / "output.txt", "wb") as out:
             proc = subprocess.Popen([sys.executable, "-m", "autograder.sandbox", str(workdir)],
                                     cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -219,7 +237,8 @@ def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
     missing = [gid for gid in spec.answers if gid not in dict(cells)]
     if missing:
         result.notes.append(f"answer cells missing from the submission: {', '.join(missing)}")
-    numbers, errors, notes, result.aborted = run_sandbox(cells, probes, inputs, limits, confine)
+    numbers, errors, notes, result.aborted = run_sandbox(cells, probes, inputs, limits, confine,
+                                                         artifacts_of(path, chapter))
     result.notes += notes
     result.notes += [f"{key.removeprefix('cell:')} raised {err}" for key, err in errors.items()
                      if key.startswith("cell:")]

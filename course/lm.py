@@ -147,7 +147,7 @@ class RNNLM:
 
         With ``dropout`` > 0, the embeddings and each layer's output are multiplied
         by a random mask that is drawn once per batch and kept for every time step
-        (variational dropout on the non-recurrent connections; Odyssey section 4).
+        (variational dropout on the non-recurrent connections; Odyssey section 6.2).
         """
         batch_size = len(inputs[0])
         states = [layer.start(batch_size) for layer in self.layers]

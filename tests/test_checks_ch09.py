@@ -54,6 +54,14 @@ def one_mask_for_the_batch(xs, p):
     return [dy.cmult(x, mask) for x in xs]
 
 
+def one_draw_per_sentence(xs, p):
+    if p == 0:
+        return list(xs)
+    d, batch = xs[0].dim()[0][0], xs[0].dim()[1]
+    keep = dy.random_bernoulli((1,), 1.0 - p, 1.0 / (1.0 - p), batch_size=batch)
+    return [dy.cmult(x, dy.concatenate([keep] * d)) for x in xs]
+
+
 def numpy_values(xs, p):
     if p == 0:
         return list(xs)
@@ -71,6 +79,7 @@ def test_variational_dropout_reference_passes():
     (unscaled, "1/(1-p)"),
     (keeps_with_probability_p, "probability of DROPPING"),
     (one_mask_for_the_batch, "share a mask"),
+    (one_draw_per_sentence, "kept or dropped together"),
     (numpy_values, "gradient"),
 ])
 def test_variational_dropout_wrong_answers_fail(wrong, says):
