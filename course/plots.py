@@ -44,6 +44,15 @@ def _axes(ax, figsize):
     return ax
 
 
+def _finish(ax, label=None, title=None):
+    """A legend when the curve is labelled, a title when given; the axes."""
+    if label:
+        ax.legend(frameon=False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
 def _colorbar(ax, image, label):
     bar = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label(label)
@@ -216,11 +225,7 @@ def rank_frequency(counts, ax=None, title=None, label=None):
     ax.loglog(np.arange(1, len(freq) + 1), freq, lw=1.5, label=label)
     ax.set_xlabel("rank of the word")
     ax.set_ylabel("count")
-    if label:
-        ax.legend(frameon=False)
-    if title:
-        ax.set_title(title)
-    return ax
+    return _finish(ax, label, title)
 
 
 def throughput_plot(batch_sizes, tokens_per_s, ax=None, title=None, label=None):
@@ -240,11 +245,7 @@ def throughput_plot(batch_sizes, tokens_per_s, ax=None, title=None, label=None):
     ax.set_ylim(0, 1.15 * speed.max())
     ax.set_xlabel("batch size (sentences)")
     ax.set_ylabel("training tokens / s")
-    if label:
-        ax.legend(frameon=False)
-    if title:
-        ax.set_title(title)
-    return ax
+    return _finish(ax, label, title)
 
 
 def depth_plot(depths, values: dict, ylabel="perplexity", floor=None, logy=False, ax=None, title=None):

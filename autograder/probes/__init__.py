@@ -34,15 +34,24 @@ def make_inputs(shapes: dict, n_state: int, d_in: int = 5, d_h: int = 4, batch: 
     }
 
 
-def run_step(step, inputs: dict) -> dict:
-    """Run ``step`` over the inputs; return states and parameter gradients."""
+def parameters(values: dict):
+    """The grader's values as DyNet parameters, in a fresh computation graph:
+    ``(pc, P, p)`` with ``P`` the parameters (to read gradients from; ``pc`` keeps
+    them alive) and ``p`` their trainable expressions (what a student's function gets)."""
     from course import runtime
     dy = runtime.dynet()
     dy.renew_cg()
     pc = dy.ParameterCollection()
-    P = {name: pc.add_parameters(value.shape, init=dy.NumpyInitializer(value))
-         for name, value in inputs["params"].items()}
+    P = {name: pc.add_parameters(value.shape, init=dy.NumpyInitializer(value)) for name, value in values.items()}
     p = {name: param.expr(True) for name, param in P.items()}   # True: gradients flow
+    return pc, P, p
+
+
+def run_step(step, inputs: dict) -> dict:
+    """Run ``step`` over the inputs; return states and parameter gradients."""
+    from course import runtime
+    dy = runtime.dynet()
+    pc, P, p = parameters(inputs["params"])
     state = tuple(dy.inputTensor(s, batched=True) for s in inputs["state0"])
     states, loss_terms = [], []
     for t, x in enumerate(inputs["xs"]):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.probes import parameters
+
 
 def mlp_nll(functions: dict, inputs: dict) -> dict:
     """The loss ``mlp_nll(p, x, y)`` returns on the grader's inputs, its dimension
@@ -17,11 +19,7 @@ def mlp_nll(functions: dict, inputs: dict) -> dict:
     """
     from course import runtime
     dy = runtime.dynet()
-    dy.renew_cg()
-    pc = dy.ParameterCollection()
-    P = {name: pc.add_parameters(value.shape, init=dy.NumpyInitializer(value))
-         for name, value in inputs["params"].items()}
-    p = {name: param.expr(True) for name, param in P.items()}   # True: gradients flow
+    pc, P, p = parameters(inputs["params"])
     x = dy.inputTensor(np.asarray(inputs["x"]), batched=True)
     loss = functions["mlp_nll"](p, x, [int(label) for label in inputs["y"]])
     if not isinstance(loss, dy.Expression):
