@@ -132,8 +132,11 @@ def status_of(result: dict, nbg: dict) -> tuple:
             return "suspicious", (f"nbgrader, running inside the submission's own kernel, gave points "
                                   f"the trusted grader did not ({', '.join(inflated)}); "
                                   "the trusted score counts. " + " ".join(reasons)).strip()
-        if any(c.get("needs_manual_grade") for c in nbg["cells"].values()):
-            return "needs manual grade", " ".join(reasons)
+        manual = sorted(gid for gid, c in nbg["cells"].items() if c.get("needs_manual_grade"))
+        if manual:
+            return "needs manual grade", " ".join(
+                [f"nbgrader asks for a manual grade of {', '.join(manual)} (a manually graded answer, "
+                 "or a grade cell the submission deleted or changed); the trusted score stands"] + reasons)
     elif "error" not in nbg:
         reasons.append("nbgrader gave no result")
     return "graded", " ".join(reasons)
