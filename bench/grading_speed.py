@@ -16,6 +16,11 @@ sys.path.insert(0, str(ROOT))
 
 
 def main():
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--what", default="full,class", help="full (one student, every chapter), class (the samples)")
+    args = parser.parse_args()
     from autograder import exercises, grade
     from course import runtime
     runtime.init(seed=1)
@@ -32,8 +37,9 @@ def main():
         classes = [(f"one full submission ({n_chapters} chapters)", full),
                    ("the sample class (" + str(len(list((ROOT / "autograder/samples/submissions").iterdir())))
                     + " submissions)", ROOT / "autograder" / "samples" / "submissions")]
-        for label, folder in classes:
-            for workers in (1, 2):
+        chosen = [c for c, key in zip(classes, ("full", "class")) if key in args.what.split(",")]
+        for label, folder in chosen:
+            for workers in (int(w) for w in args.workers.split(",")):
                 work = Path(tmp, f"work-{workers}")
                 shutil.rmtree(work, ignore_errors=True)
                 grade.template(sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb")), work)
@@ -46,7 +52,8 @@ def main():
     body = ("nbgrader autograde (private course copy per submission) and the trusted sandboxed grader, "
             "per submission; the course directory template is built beforehand and not timed.\n\n"
             + table(["what", "workers", "seconds", "seconds per notebook", "statuses"], rows))
-    report("grading_speed", "Grading speed", body, "python bench/grading_speed.py")
+    report("grading_speed", "Grading speed", body,
+           f"python bench/grading_speed.py --workers {args.workers} --what {args.what}")
 
 
 if __name__ == "__main__":
