@@ -42,7 +42,9 @@ def _truthy(value: str | None) -> bool:
 
 
 def _import_dynet_quietly():
-    """Import dynet with its stderr banner redirected into :data:`banner`."""
+    """Import dynet with its stderr banner redirected into :data:`banner`
+    (kept, and shown in the error, when the import fails: a CUDA build without a
+    usable GPU says why there)."""
     global banner
     sys.stderr.flush()
     saved = os.dup(2)
@@ -50,11 +52,16 @@ def _import_dynet_quietly():
         os.dup2(sink.fileno(), 2)
         try:
             import dynet
+            error = None
+        except Exception as err:          # e.g. RuntimeError: cudaGetDeviceCount(&nDevices)
+            dynet, error = None, err
         finally:
             os.dup2(saved, 2)
             os.close(saved)
         sink.seek(0)
         banner = sink.read().decode("utf-8", "replace")
+    if error is not None:
+        raise error
     return dynet
 
 
@@ -116,7 +123,14 @@ def init(seed: int | None = 1, mem: int | None = None, autobatch: bool | None = 
     dynet_config.set(mem=str(mem), random_seed=seed, autobatch=int(autobatch))
     if gpu:
         dynet_config.set_gpu()
-    dynet = _import_dynet_quietly()
+    try:
+        dynet = _import_dynet_quietly()
+    except Exception as err:
+        if not gpu:
+            raise
+        reason = [line for line in banner.splitlines() if line.strip()][-1:] or [str(err)]
+        raise GPUUnavailable(f"A GPU was requested but DyNet could not start on one: {reason[0]} "
+                             f"({type(err).__name__}: {err}). " + GPU_HELP) from None
     _cache_float_limits()
     if gpu and not getattr(dynet, "HAVE_CUDA", False):
         raise GPUUnavailable("A GPU was requested (gpu=True, --gpu or COURSE_GPU=1) but this "
