@@ -18,12 +18,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="", help="run only notebooks whose name starts with this")
     args = parser.parse_args()
-    from tests.notebook_runner import execute
+    from tests.notebook_runner import execute, first_error
     rows = []
     for folder in ("lectures", "solutions", "exercises"):
         for path in sorted((ROOT / folder).glob(f"{args.only}*.ipynb")):
-            _, seconds, error = execute(path, stop_at_error=folder != "exercises")
-            outcome = "ok" if error is None else ("stops at the student stub" if folder == "exercises" else "ERROR")
+            nb, seconds, error = execute(path)
+            stopped = first_error(nb)
+            if folder == "exercises":
+                outcome = (f"stops at the first stub ({stopped[1]})" if stopped else "ran through: no stub?")
+            else:
+                outcome = "ok" if error is None else "ERROR"
             rows.append([f"{folder}/{path.name}", f"{seconds:.0f}", outcome])
             print(rows[-1], flush=True)
     body = ("Each notebook executed top to bottom in a fresh Jupyter kernel with its default settings "

@@ -162,9 +162,10 @@ def describe() -> str:
         dynet_version = version("dyNET38")
     except PackageNotFoundError:
         dynet_version = version("dynet") if _has_dist("dynet") else "unknown"
-    settings = "DyNet not started" if config is None else (
+    settings = "DyNet not started in this process" if config is None else (
         f"seed {config['seed']}, {config['mem']} MB, autobatch {'on' if config['autobatch'] else 'off'}")
-    return (f"Python {platform.python_version()} | DyNet {dynet_version} on {device()} | "
+    where = f" on {device()}" if config is not None else ""
+    return (f"Python {platform.python_version()} | DyNet {dynet_version}{where} | "
             f"NumPy {numpy.__version__} | {settings}")
 
 
