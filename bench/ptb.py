@@ -1,0 +1,754 @@
+"""Penn Treebank: the course's models beside the papers' published tables (issue 9).
+
+Every model trains with the budget of Zaremba et al. (2014), "Recurrent Neural
+Network Regularization", the non-regularised "small" configuration (their
+Table 1: valid 120.7, test 114.5):
+
+* 2 layers of 200 units, embeddings of 200, untied softmax over the 10k words;
+* the training text read as one stream: the sentences joined, each followed by
+  ``</s>``, the stream cut into 20 columns, and trained in segments of 20 steps
+  (truncated backpropagation through time) whose final state starts the next
+  segment (it is reset at the start of each epoch, as theirs is). 20 steps, not
+  the 35 of their medium and large configurations: the small configuration's
+  ``seq_length``/``num_steps`` is 20 in both of their published programs (the
+  authors' Torch ``main.lua``, "Trains 1h and gives test 115 perplexity", and
+  TensorFlow's PTB tutorial ``SmallConfig``);
+* SGD, learning rate 1 for 4 epochs, then halved after every epoch, 13 epochs
+  (the TensorFlow tutorial's schedule, also ``course.lm.train(decay_after=4)``);
+  gradient norm clipped to 5 (the loss: summed over the steps, averaged over
+  the 20 columns); every parameter drawn uniformly from [-0.1, 0.1], so no
+  forget-gate bias (theirs has none); no dropout.
+
+Valid and test perplexity are measured on each split read as one stream (batch
+1, the state carried from the first word to the last), so every word sees its
+whole history, as in their test evaluation. Every word and every ``</s>`` is predicted.
+
+Resumable: after each epoch the parameters go to ``runs/ptb/MODEL/`` (ignored by
+git: tens of MB per model, nothing to commit) and the numbers to
+``bench/results/ptb/MODEL.json``; a run that stops continues from its last
+finished epoch. The tables are rebuilt from whatever runs exist.
+
+    .venv/bin/python bench/ptb.py                          # all models (hours each)
+    .venv/bin/python bench/ptb.py --models lstm            # Zaremba's LSTM alone
+    .venv/bin/python bench/ptb.py --models lstm,srnn --epochs 1 --max-sentences 500   # smoke test
+    .venv/bin/python bench/ptb.py --speed                  # what makes training faster
+    .venv/bin/python bench/ptb.py --tables-only
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import RESULTS, ROOT, machine, report, table
+
+from course import runtime
+
+RUNS = RESULTS / "ptb"
+WORK = ROOT / "runs" / "ptb"
+
+# Zaremba et al. (2014), the "small" configuration, non-regularised.
+SMALL = {"layers": 2, "embed": 200, "hidden": 200, "epochs": 13, "batch": 20, "steps": 20,
+         "lr": 1.0, "decay": 0.5, "decay_after": 4, "clip": 5.0, "init_scale": 0.1, "seed": 1}
+EVAL_STEPS = 100     # segment length in evaluation; the carried state makes it irrelevant to the result
+
+# bench name -> (cell passed to course.lm.resolve_cell, the papers' name for it)
+MODELS = {
+    "lstm": ("hand-lstm", "LSTM"),
+    "srnn": ("srnn", "S-RNN (LSTM - GATES)"),
+    "gru": ("gru", "GRU"),
+    "lstm-srnn": ("lstm-srnn", "LSTM - S-RNN"),
+    "lstm-srnn-out": ("lstm-srnn-out", "LSTM - S-RNN - OUT"),
+    "lstm-srnn-hidden": ("lstm-srnn-hidden", "LSTM - S-RNN - HIDDEN"),
+    "ran-identity": ("ran-identity", "RAN (identity)"),
+    "ran-tanh": ("ran-tanh", "RAN (tanh)"),
+}
+
+# The seeds' PTB tables, as published (perplexity; the weighted-sum papers do not say
+# which split their table reports; Zaremba's test split is used in their tutorial code).
+PUBLISHED = {
+    # 000_*: "LSTM as a Dynamically Computed Element-wise Weighted Sum", workshop version, Table 1
+    "ws_medium": {"srnn": 140.9, "lstm": "83.9 ± 0.3", "lstm-srnn": 80.5, "lstm-srnn-out": 81.6},
+    "ws_large": {"srnn": 126.1, "lstm": "78.8 ± 0.2", "lstm-srnn": 76.0, "lstm-srnn-out": 78.5},
+    # 002_*: the same paper, later version, Table 1 (adds - S-RNN - HIDDEN; the S-RNN is "- GATES")
+    "ws2_medium": {"lstm": "83.9 ± 0.3", "lstm-srnn": 80.5, "lstm-srnn-out": 81.6,
+                   "lstm-srnn-hidden": 83.3, "srnn": 140.9},
+    "ws2_large": {"lstm": "78.8 ± 0.2", "lstm-srnn": 76.0, "lstm-srnn-out": 78.5,
+                  "lstm-srnn-hidden": 82.9, "srnn": 126.1},
+    # 004_*: "Recurrent Additive Networks", Table 1 (PTB row)
+    "ran": {"srnn": 352.6, "gru": 147.1, "lstm": 157.7, "ran-identity": 130.9, "ran-tanh": 121.0},
+}
+ZAREMBA_SMALL = {"valid": 120.7, "test": 114.5}
+
+
+def dynet():
+    return runtime.dynet()
+
+
+# --------------------------------------------------------------------------- data
+def load_corpus(corpus="ptb", max_sentences=None):
+    """(vocab, {split: sentences}); the vocabulary always comes from the whole
+    training split (PTB's 10k words plus the course's <s> and </s>), and
+    ``max_sentences`` caps every split (smoke tests)."""
+    from course.corpora import read_corpus
+    from course.data import Vocab
+    splits = {s: read_corpus(corpus, s) for s in ("train", "valid", "test")}
+    vocab = Vocab.build(splits["train"])
+    if max_sentences:
+        splits = {s: sents[:max_sentences] for s, sents in splits.items()}
+    return vocab, splits
+
+
+def stream(sentences, vocab) -> list:
+    """One id stream: ``</s> w w w </s> w w </s> ...``. The leading ``</s>`` lets the
+    first word be predicted too, so every word and every ``</s>`` is scored once."""
+    ids = [vocab.eos]
+    for sentence in sentences:
+        ids.extend(vocab.index(t) for t in sentence)
+        ids.append(vocab.eos)
+    return ids
+
+
+def columns(ids, batch: int):
+    """The stream cut into ``batch`` rows read side by side (Zaremba's reader):
+    row b holds tokens [b*n, (b+1)*n); the last len(ids) % batch tokens are dropped."""
+    import numpy as np
+    n = len(ids) // batch
+    if n < 2:
+        raise ValueError(f"a stream of {len(ids)} tokens is too short for {batch} columns")
+    return np.asarray(ids[:n * batch], dtype=np.int64).reshape(batch, n)
+
+
+def segments(data, steps: int, complete_only: bool = True):
+    """(inputs, targets) pairs of shape (batch, <= steps): targets are the inputs shifted by
+    one. Training takes full segments only ((n - 1) // steps of them, as Zaremba's
+    epoch_size); evaluation also takes the last, shorter one so no word is left out."""
+    n = data.shape[1] - 1
+    last = n - n % steps if complete_only else n
+    for start in range(0, last, steps):
+        end = min(start + steps, n)
+        yield data[:, start:end], data[:, start + 1:end + 1]
+
+
+def learning_rate(epoch: int, config=SMALL) -> float:
+    """Zaremba's schedule: lr for the first ``decay_after`` epochs, then multiplied by
+    ``decay`` once per further epoch (epoch counted from 1)."""
+    return config["lr"] * config["decay"] ** max(epoch - config["decay_after"], 0)
+
+
+# --------------------------------------------------------------------------- model
+def build_model(name: str, vocab, config=SMALL, cell=None):
+    """The course's RNNLM with every parameter drawn from U(-init_scale, init_scale)."""
+    import numpy as np
+    from course import lm
+    cell = cell if cell is not None else lm.resolve_cell(MODELS[name][0])
+    model = lm.RNNLM(vocab, cell, config["embed"], config["hidden"], config["layers"])
+    rng = np.random.default_rng(config["seed"])
+    scale = config["init_scale"]
+    for p in model.pc.parameters_list():
+        p.set_value(rng.uniform(-scale, scale, p.shape()))
+    for p in model.pc.lookup_parameters_list():
+        p.init_from_array(rng.uniform(-scale, scale, p.shape()))
+    return model
+
+
+def _is_builder(layer) -> bool:
+    return hasattr(layer, "builder")
+
+
+def start_states(model, batch: int, carried=None):
+    """Each layer's state at the start of a segment: zeros, or the values the
+    previous segment ended with (plain numbers: no gradient flows back into them)."""
+    dy = dynet()
+    states = []
+    for k, layer in enumerate(model.layers):
+        state = layer.start(batch)              # also puts the layer's parameters into this graph
+        if carried is not None:
+            values = [dy.inputTensor(v, batched=True) if batch > 1 else dy.inputTensor(v[:, 0])
+                      for v in carried[k]]
+            state = layer.builder.initial_state(values) if _is_builder(layer) else tuple(values)
+        states.append(state)
+    return states
+
+
+def state_values(model, states, batch: int):
+    """The numbers of each layer's state, shaped (d_h, batch), to carry to the next segment."""
+    return [[e.npvalue().reshape(-1, batch) for e in (state.s() if _is_builder(layer) else state)]
+            for layer, state in zip(model.layers, states)]
+
+
+def segment_loss(model, inputs, targets, carried=None, softmax="segment"):
+    """Summed negative log-likelihood of one (batch, T) segment and the final states.
+
+    softmax "segment": one softmax over all T*B columns (course.lm's way);
+    "step": one softmax per time step (only for the speed comparison).
+    """
+    dy = dynet()
+    batch, steps = inputs.shape
+    states = start_states(model, batch, carried)
+    outputs = []
+    for t in range(steps):
+        x = dy.lookup_batch(model.embeddings, inputs[:, t].tolist())
+        for k, layer in enumerate(model.layers):
+            states[k] = layer.step(states[k], x)
+            x = layer.output(states[k])
+        outputs.append(x)
+    W, b = model.W_hs.expr(True), model.b_s.expr(True)
+    if softmax == "segment":
+        scores = dy.affine_transform([b, W, dy.concatenate_to_batch(outputs)])
+        loss = dy.sum_batches(dy.pickneglogsoftmax_batch(scores, targets.T.reshape(-1).tolist()))
+    else:
+        loss = dy.esum([dy.sum_batches(dy.pickneglogsoftmax_batch(dy.affine_transform([b, W, h]),
+                                                                  targets[:, t].tolist()))
+                        for t, h in enumerate(outputs)])
+    return loss, states
+
+
+def train_epoch(model, trainer, data, steps: int, softmax="segment", max_segments=None, log=None):
+    """One pass over the columns; returns (total nll, predictions, wall seconds, CPU seconds).
+
+    CPU seconds (this process's) are what the work cost; on a shared machine the
+    wall clock also counts the time other programs held the core.
+    """
+    dy = dynet()
+    batch = data.shape[0]
+    carried, total, count = None, 0.0, 0
+    start, cpu_start = time.perf_counter(), time.process_time()
+    last_log = start
+    n_segments = (data.shape[1] - 1) // steps
+    for k, (inputs, targets) in enumerate(segments(data, steps)):
+        if max_segments is not None and k >= max_segments:
+            break
+        dy.renew_cg()
+        loss, states = segment_loss(model, inputs, targets, carried, softmax)
+        value = loss.value()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"the training loss became {value} at segment {k}: the run "
+                                     "diverged (lower the learning rate or check the clipping)")
+        total += value
+        count += inputs.size
+        (loss * (1.0 / batch)).backward()
+        trainer.update()
+        carried = state_values(model, states, batch)
+        if log and time.perf_counter() - last_log > 300:
+            last_log = time.perf_counter()
+            log(f"    segment {k + 1}/{n_segments}  train ppl {math.exp(total / count):.1f}  "
+                f"{count / (last_log - start):.0f} tokens/s "
+                f"({count / (time.process_time() - cpu_start):.0f} per CPU second)")
+    return total, count, time.perf_counter() - start, time.process_time() - cpu_start
+
+
+def stream_perplexity(model, ids, steps: int = EVAL_STEPS) -> float:
+    """Perplexity of a split read as one stream, the state carried from start to end."""
+    dy = dynet()
+    data = columns(ids, 1)
+    carried, total, count = None, 0.0, 0
+    for inputs, targets in segments(data, steps, complete_only=False):
+        dy.renew_cg()
+        loss, states = segment_loss(model, inputs, targets, carried)
+        total += loss.value()
+        count += inputs.size
+        carried = state_values(model, states, 1)
+    return math.exp(total / count)
+
+
+# --------------------------------------------------------------------------- resumable runs
+def runs_dir(max_sentences=None) -> Path:
+    """Where the records go: bench/results/ptb for real runs; smoke tests (a capped
+    corpus) keep theirs beside their checkpoints, out of the results."""
+    return RUNS if not max_sentences else WORK / "smoke"
+
+
+def run_name(name: str, max_sentences=None) -> str:
+    return name if not max_sentences else f"{name}-n{max_sentences}"
+
+
+def _write_json(path: Path, data):
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def train_model(name: str, vocab, splits, epochs: int, config=SMALL, runs=RUNS, work=WORK,
+                max_sentences=None, cell=None, log=print, after_epoch=None) -> dict:
+    """Train (or continue training) one model to ``epochs`` epochs; return its record.
+
+    After epoch k the parameters are saved to ``work/NAME/params-eK.dy``, then the
+    record (one row per epoch) to ``runs/NAME.json``, then the previous checkpoint is
+    removed; the record says which checkpoint belongs to it, so a run that stops
+    anywhere continues from its last finished epoch. ``after_epoch(row)`` is called
+    after all that (the tests interrupt a run there).
+    """
+    dy = dynet()
+    runs, work = Path(runs), Path(work)
+    key = run_name(name, max_sentences)
+    record_path = runs / f"{key}.json"
+
+    def checkpoint_of(epoch):
+        return work / key / f"params-e{epoch}.dy"
+
+    model = build_model(name, vocab, config, cell)
+    settings = {k: v for k, v in config.items() if k != "epochs"}
+    record = {"model": name, "cell": cell.name if cell is not None else MODELS[name][0], "config": settings,
+              "max_sentences": max_sentences, "vocab": len(vocab), "params": model.param_count(),
+              "epochs": []}
+    if record_path.exists():
+        saved = json.loads(record_path.read_text())
+        if saved.get("config") != settings:
+            raise ValueError(f"{record_path} was trained with {saved.get('config')}, not {settings}: "
+                             "move it away to start again")
+        checkpoint = checkpoint_of(len(saved["epochs"]))
+        if saved["epochs"] and checkpoint.exists():
+            record = saved
+            model.pc.populate(str(checkpoint))
+            log(f"{key}: continuing after epoch {len(record['epochs'])} (checkpoint {checkpoint})")
+        elif saved["epochs"]:
+            log(f"{key}: {record_path} has {len(saved['epochs'])} epoch(s) but no checkpoint at "
+                f"{checkpoint}; training again from the start")
+    done = len(record["epochs"])
+    if done >= epochs:
+        return record
+    runs.mkdir(parents=True, exist_ok=True)
+    (work / key).mkdir(parents=True, exist_ok=True)
+    trainer = dy.SimpleSGDTrainer(model.pc, config["lr"])
+    trainer.set_clip_threshold(config["clip"])
+    data = columns(stream(splits["train"], vocab), config["batch"])
+    valid_ids, test_ids = stream(splits["valid"], vocab), stream(splits["test"], vocab)
+    for epoch in range(done + 1, epochs + 1):
+        trainer.learning_rate = learning_rate(epoch, config)
+        log(f"{key}: epoch {epoch}/{epochs}, lr {trainer.learning_rate:g}")
+        nll, count, seconds, cpu = train_epoch(model, trainer, data, config["steps"], log=log)
+        start = time.perf_counter()
+        row = {"epoch": epoch, "lr": learning_rate(epoch, config), "train_ppl": math.exp(nll / count),
+               "valid_ppl": stream_perplexity(model, valid_ids),
+               "test_ppl": stream_perplexity(model, test_ids),
+               "train_tokens": count, "train_seconds": seconds, "train_cpu_seconds": cpu,
+               "tokens_per_s": count / seconds, "tokens_per_cpu_s": count / cpu}
+        row["eval_seconds"] = time.perf_counter() - start
+        tmp = checkpoint_of(epoch).with_suffix(".tmp")
+        model.pc.save(str(tmp))
+        os.replace(tmp, checkpoint_of(epoch))
+        record["epochs"].append(row)
+        record["machine"] = machine()
+        _write_json(record_path, record)
+        checkpoint_of(epoch - 1).unlink(missing_ok=True)
+        log(f"{key}: epoch {epoch}  train {row['train_ppl']:.1f}  valid {row['valid_ppl']:.1f}  "
+            f"test {row['test_ppl']:.1f}  {row['tokens_per_s']:.0f} tokens/s "
+            f"({row['tokens_per_cpu_s']:.0f} per CPU second)  {seconds / 60:.1f} + "
+            f"{row['eval_seconds'] / 60:.1f} min")
+        if after_epoch:
+            after_epoch(row)
+    return record
+
+
+# --------------------------------------------------------------------------- speed
+# Variants of one training segment, each timed on the same PTB segments. They compute
+# the same model (except "batch", which changes the training itself, and is listed
+# for information). Settings that DyNet reads at import (mem, autobatch) need a
+# fresh process, so every variant runs in its own worker process.
+SPEED_VARIANTS = [
+    {"label": "builder LSTM (DyNet's VanillaLSTMBuilder: one stacked gate matrix, in C++)", "cell": "lstm"},
+    {"label": "hand LSTM, one matrix per gate, affine_transform (the course's cell)", "cell": "hand-lstm"},
+    {"label": "hand LSTM, one matrix per gate, W*x + U*h + b (no affine_transform)", "cell": "plain-lstm"},
+    {"label": "hand LSTM, one stacked gate matrix, one affine_transform", "cell": "stacked-lstm"},
+    {"label": "builder LSTM, one softmax per time step (20 softmaxes of 20 columns)", "cell": "lstm",
+     "softmax": "step"},
+    {"label": "builder LSTM, DyNet autobatch on", "cell": "lstm", "autobatch": 1},
+    {"label": "builder LSTM, DyNet memory 256 MB (default 1024)", "cell": "lstm", "mem": 256},
+    {"label": "builder LSTM, DyNet memory 4096 MB", "cell": "lstm", "mem": 4096},
+    {"label": "builder LSTM, batch 40 (changes the training)", "cell": "lstm", "batch": 40},
+    {"label": "builder LSTM, batch 80 (changes the training)", "cell": "lstm", "batch": 80},
+    {"label": "the output layer alone (10k softmax of fixed inputs, no recurrent layer): the floor",
+     "cell": "softmax-only"},
+]
+SPEED_DEFAULTS = {"softmax": "segment", "autobatch": 0, "mem": 1024, "batch": 20}
+
+
+def _lstm_plain_step(p, x, state):
+    """LSTM of tutorial eqs 54-55 with W*x + U*h + b instead of affine_transform (speed only)."""
+    dy = dynet()
+    h_prev, c_prev = state
+    gate = {g: p["W_x" + g] * x + p["W_h" + g] * h_prev + p["b_" + g] for g in "uifo"}
+    c = dy.cmult(dy.logistic(gate["i"]), dy.tanh(gate["u"])) + dy.cmult(dy.logistic(gate["f"]), c_prev)
+    return (dy.cmult(dy.logistic(gate["o"]), dy.tanh(c)), c)
+
+
+def _lstm_stacked_step(p, x, state):
+    """LSTM of tutorial eqs 54-55 with the four gates in one (4 d_h, .) matrix (speed only)."""
+    dy = dynet()
+    h_prev, c_prev = state
+    d = c_prev.dim()[0][0]
+    z = dy.affine_transform([p["b"], p["W_x"], x, p["W_h"], h_prev])
+    ifo = dy.logistic(dy.pickrange(z, 0, 3 * d))
+    i, f, o = (dy.pickrange(ifo, k * d, (k + 1) * d) for k in range(3))
+    c = dy.cmult(i, dy.tanh(dy.pickrange(z, 3 * d, 4 * d))) + dy.cmult(f, c_prev)
+    return (dy.cmult(o, dy.tanh(c)), c)
+
+
+def speed_cell(name: str):
+    """A cell for the speed table: the two bench-only LSTM layouts, or a course cell."""
+    from course import lm
+    from course.cell import Cell
+    if name == "plain-lstm":
+        return Cell("plain-lstm", _lstm_plain_step,
+                    lambda d_in, d_h: {k: v for g in "uifo" for k, v in
+                                       {"W_x" + g: (d_h, d_in), "W_h" + g: (d_h, d_h), "b_" + g: (d_h,)}.items()},
+                    n_state=2)
+    if name == "stacked-lstm":
+        return Cell("stacked-lstm", _lstm_stacked_step,
+                    lambda d_in, d_h: {"W_x": (4 * d_h, d_in), "W_h": (4 * d_h, d_h), "b": (4 * d_h,)},
+                    n_state=2)
+    return lm.resolve_cell(name)
+
+
+def measure(variant: dict, vocab, train_sentences, segments_timed: int, config=SMALL) -> dict:
+    """Training tokens per wall second and per CPU second of one variant on the first
+    segments of the training stream (one untimed segment first, to warm DyNet up)."""
+    dy = dynet()
+    variant = {**SPEED_DEFAULTS, **variant}
+    config = {**config, "batch": variant["batch"]}
+    if variant["cell"] == "softmax-only":
+        return _measure_softmax(vocab, train_sentences, segments_timed, config)
+    model = build_model("lstm", vocab, config, cell=speed_cell(variant["cell"]))
+    trainer = dy.SimpleSGDTrainer(model.pc, config["lr"])
+    trainer.set_clip_threshold(config["clip"])
+    data = columns(stream(train_sentences, vocab), config["batch"])
+    train_epoch(model, trainer, data, config["steps"], variant["softmax"], max_segments=1)
+    _, count, seconds, cpu = train_epoch(model, trainer, data, config["steps"], variant["softmax"],
+                                         max_segments=segments_timed)
+    return {"wall": count / seconds, "cpu": count / cpu}
+
+
+def _measure_softmax(vocab, train_sentences, segments_timed: int, config) -> dict:
+    """Tokens/s of the softmax layer alone (forward, backward, SGD update) on fixed
+    hidden vectors: what the output layer costs whatever the recurrent cell."""
+    import numpy as np
+    dy = dynet()
+    model = build_model("lstm", vocab, {**config, "layers": 1}, cell="srnn")
+    trainer = dy.SimpleSGDTrainer(model.pc, config["lr"])
+    data = columns(stream(train_sentences, vocab), config["batch"])
+    hidden = np.random.default_rng(1).uniform(-1, 1, (config["hidden"], config["batch"] * config["steps"]))
+    count, start, cpu_start = 0, None, None
+    for k, (_, targets) in enumerate(segments(data, config["steps"])):
+        if k == 1:
+            start, cpu_start = time.perf_counter(), time.process_time()
+        if k > segments_timed:
+            break
+        dy.renew_cg()
+        scores = dy.affine_transform([model.b_s.expr(True), model.W_hs.expr(True),
+                                      dy.inputTensor(hidden, batched=True)])
+        loss = dy.sum_batches(dy.pickneglogsoftmax_batch(scores, targets.T.reshape(-1).tolist()))
+        loss.value()
+        (loss * (1.0 / config["batch"])).backward()
+        trainer.update()
+        count += targets.size if k >= 1 else 0
+    return {"wall": count / (time.perf_counter() - start), "cpu": count / (time.process_time() - cpu_start)}
+
+
+def speed_worker(index: int, segments_timed: int, corpus: str):
+    variant = {**SPEED_DEFAULTS, **SPEED_VARIANTS[index]}
+    runtime.init(seed=1, mem=variant["mem"], autobatch=bool(variant["autobatch"]))
+    vocab, splits = load_corpus(corpus)
+    # enough sentences for the timed segments at the largest batch
+    need = (segments_timed + 2) * SMALL["steps"] * variant["batch"]
+    sentences, total = [], 0
+    for s in splits["train"]:
+        sentences.append(s)
+        total += len(s) + 1
+        if total > need:
+            break
+    print(json.dumps(measure(variant, vocab, sentences, segments_timed)))
+
+
+def speed(rounds: int, segments_timed: int, corpus: str) -> dict:
+    """Every variant, timed in its own process, ``rounds`` interleaved rounds (so
+    background load hits all alike); returns the median tokens/s of each, per wall
+    second and per CPU second."""
+    results = {v["label"]: {"wall": [], "cpu": []} for v in SPEED_VARIANTS}
+    for r in range(rounds):
+        for index, variant in enumerate(SPEED_VARIANTS):
+            out = subprocess.run([sys.executable, __file__, "--speed-worker", str(index),
+                                  "--speed-segments", str(segments_timed), "--corpus", corpus],
+                                 capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                raise RuntimeError(f"speed worker for {variant['label']!r} failed:\n{out.stderr[-2000:]}")
+            value = json.loads(out.stdout.strip().splitlines()[-1])
+            for clock in ("wall", "cpu"):
+                results[variant["label"]][clock].append(value[clock])
+            print(f"round {r + 1}/{rounds}: {value['cpu']:7.0f} tokens per CPU s, {value['wall']:7.0f} "
+                  f"per wall s  {variant['label']}", flush=True)
+    return {"rounds": rounds, "segments": segments_timed, "machine": machine(),
+            "load_average": os.getloadavg(),
+            "tokens_per_cpu_s": {k: statistics.median(v["cpu"]) for k, v in results.items()},
+            "tokens_per_s": {k: statistics.median(v["wall"]) for k, v in results.items()},
+            "all": results}
+
+
+# --------------------------------------------------------------------------- tables
+def _fmt(x, digits=1):
+    return "" if x is None else (f"{x:.{digits}f}" if isinstance(x, float) else str(x))
+
+
+def _minutes(seconds):
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def load_records(runs=RUNS, max_sentences=None) -> dict:
+    records = {}
+    for name in MODELS:
+        path = Path(runs) / f"{run_name(name, max_sentences)}.json"
+        if path.exists():
+            records[name] = json.loads(path.read_text())
+    return records
+
+
+def results_table(records: dict, epochs: int) -> str:
+    header = ["model", "cell", "params", "epochs", "valid ppl", "test ppl", "train tokens / s",
+              "tokens / CPU s", "wall time", "published (PTB, their configuration)"]
+    published = {
+        "lstm": f"Zaremba small (same configuration): valid {ZAREMBA_SMALL['valid']}, test "
+                f"{ZAREMBA_SMALL['test']}; WS medium {PUBLISHED['ws_medium']['lstm']}, large "
+                f"{PUBLISHED['ws_large']['lstm']}; RAN {PUBLISHED['ran']['lstm']}",
+    }
+    for name in MODELS:
+        if name == "lstm":
+            continue
+        bits = []
+        if name in PUBLISHED["ws2_medium"]:
+            bits.append(f"WS medium {PUBLISHED['ws2_medium'][name]}, large {PUBLISHED['ws2_large'][name]}")
+        if name in PUBLISHED["ran"]:
+            bits.append(f"RAN {PUBLISHED['ran'][name]}")
+        published[name] = "; ".join(bits)
+    rows = []
+    for name, (_, label) in MODELS.items():
+        record = records.get(name)
+        if record is None or not record["epochs"]:
+            rows.append([label, MODELS[name][0], "", "not run", "", "", "", "", "", published[name]])
+            continue
+        done = record["epochs"][:epochs]
+        last = done[-1]
+        wall = sum(r["train_seconds"] + r["eval_seconds"] for r in done)
+        tokens = sum(r["train_tokens"] for r in done)
+        speed_ = tokens / sum(r["train_seconds"] for r in done)
+        cpu = sum(r.get("train_cpu_seconds", 0) for r in done)
+        shown = f"{len(done)}" if len(done) >= epochs else f"{len(done)} of {epochs} (running)"
+        rows.append([label, record["cell"], f"{record['params']:,}", shown, _fmt(last["valid_ppl"]),
+                     f"**{last['test_ppl']:.1f}**", f"{speed_:,.0f}", f"{tokens / cpu:,.0f}" if cpu else "",
+                     _minutes(wall), published[name]])
+    return table(header, rows)
+
+
+def curves_table(records: dict, epochs: int) -> str:
+    names = [n for n in MODELS if n in records and records[n]["epochs"]]
+    if not names:
+        return "(no epochs finished yet)"
+    rows = []
+    for epoch in range(1, epochs + 1):
+        row = [epoch, f"{learning_rate(epoch):.3g}"]
+        for name in names:
+            r = records[name]["epochs"][epoch - 1] if epoch <= len(records[name]["epochs"]) else None
+            row.append(f"{r['valid_ppl']:.1f} / {r['test_ppl']:.1f}" if r else "")
+        rows.append(row)
+    return table(["epoch", "lr"] + [MODELS[n][1] for n in names], rows)
+
+
+def pattern(records: dict, epochs: int) -> str:
+    """The papers' two claims, checked on whatever runs are complete."""
+    final = {n: r["epochs"][epochs - 1]["test_ppl"] for n, r in records.items() if len(r["epochs"]) >= epochs}
+    if "lstm" not in final:
+        return ("The pattern cannot be judged yet: the LSTM run has not finished its "
+                f"{epochs} epochs.")
+    lstm = final["lstm"]
+    lines = ["Relative test perplexity against the LSTM (here, and in the papers' PTB tables):", ""]
+    paper = {"srnn": ("ws2", "srnn"), "lstm-srnn": ("ws2", "lstm-srnn"), "lstm-srnn-out": ("ws2", "lstm-srnn-out"),
+             "lstm-srnn-hidden": ("ws2", "lstm-srnn-hidden"), "gru": ("ran", "gru"),
+             "ran-identity": ("ran", "ran-identity"), "ran-tanh": ("ran", "ran-tanh")}
+    rows = []
+    for name, (source, key) in paper.items():
+        if source == "ws2":
+            ref = [PUBLISHED[f"ws2_{size}"][key] / float(PUBLISHED[f"ws2_{size}"]["lstm"].split()[0]) - 1
+                   for size in ("medium", "large")]
+            published = f"{ref[0]:+.0%} (medium), {ref[1]:+.0%} (large)"
+        else:
+            published = f"{PUBLISHED['ran'][key] / PUBLISHED['ran']['lstm'] - 1:+.0%} (RAN Table 1)"
+        here = f"{final[name] / lstm - 1:+.0%}" if name in final else "not finished"
+        rows.append([MODELS[name][1], here, published])
+    lines.append(table(["model", "here (vs LSTM)", "published (vs LSTM)"], rows))
+    verdicts = []
+    if "srnn" in final:
+        holds = final["srnn"] > 1.2 * lstm
+        verdicts.append(f"S-RNN far behind (criterion: > 20% above the LSTM; the papers: +60 to +68%): "
+                        f"**{'holds' if holds else 'does not hold'}** ({final['srnn'] / lstm - 1:+.0%}).")
+    ablations = [n for n in ("lstm-srnn", "lstm-srnn-out", "lstm-srnn-hidden") if n in final]
+    if ablations:
+        worst = max(abs(final[n] / lstm - 1) for n in ablations)
+        verdicts.append(f"Ablations of the S-RNN close to the LSTM (criterion: within 10%; the papers: "
+                        f"-4% to +5%): **{'holds' if worst <= 0.10 else 'does not hold'}** for "
+                        f"{len(ablations)} of 3 finished (largest gap {worst:.0%}).")
+    return "\n".join(lines + [""] + [f"- {v}" for v in verdicts])
+
+
+def speed_table(result: dict) -> str:
+    cpu, wall = result["tokens_per_cpu_s"], result["tokens_per_s"]
+    base = cpu[SPEED_VARIANTS[0]["label"]]
+    spread = {label: "{:,.0f} to {:,.0f}".format(min(v["cpu"]), max(v["cpu"]))
+              for label, v in result.get("all", {}).items()}
+    rows = [[label, f"{cpu[label]:,.0f}", spread.get(label, ""), f"{cpu[label] / base:.2f}x",
+             f"{wall[label]:,.0f}"] for label in cpu]
+    load = ", ".join(f"{x:.1f}" for x in result.get("load_average", []))
+    return (f"Training tokens per second on the first {result['segments']} segments of the PTB training "
+            f"stream (2 layers of 200, batch 20 unless stated, {SMALL['steps']} steps, 10k softmax, SGD); each variant "
+            f"in a fresh process, median of {result['rounds']} interleaved rounds. The machine is shared "
+            f"(load average {load} on 2 cores at the end), so the wall clock mostly measures the other "
+            "programs: compare the tokens per CPU second (this process's own CPU time).\n\n"
+            + table(["variant", "tokens / CPU s", "rounds' range", "vs the first row", "tokens / wall s"], rows)
+            + "\n\n" + speed_notes(cpu))
+
+
+def speed_notes(cpu: dict) -> str:
+    """What the speed table means for the runs (the share of the softmax from the numbers)."""
+    labels = [v["label"] for v in SPEED_VARIANTS]
+    base, floor = cpu[labels[0]], cpu[labels[-1]]
+    return ("What the runs keep: one softmax over the whole segment (course.lm's way; one softmax per "
+            f"step runs at {cpu[labels[4]] / base:.2f}x), DyNet's defaults otherwise (autobatch off: "
+            "it finds nothing to batch in a graph that is batched already; memory 1024 MB) and the "
+            "course's own reference cells. How the LSTM's gates are laid out (DyNet's builder, one "
+            "matrix per gate, one stacked matrix, with or without affine_transform) changes little "
+            "next to the spread between rounds on this shared machine. Larger batches change the "
+            "training (Zaremba's is 20), so they are listed, not used. What remains is the 10k-word "
+            f"softmax: the output layer alone runs at {floor:,.0f} tokens per CPU second, about "
+            f"{base / floor:.0%} of the cost of a whole training step; only a faster matrix product "
+            "(DyNet built with a BLAS, or a GPU) would shorten it.")
+
+
+PUBLISHED_TEXT = f"""## The papers' PTB tables, as published
+
+Zaremba et al. (2014), Table 1, non-regularised LSTM (the "small" configuration used here:
+2 x 200, 13 epochs): valid **{ZAREMBA_SMALL['valid']}**, test **{ZAREMBA_SMALL['test']}**.
+
+Weighted-sum paper, workshop version (seeds `000_*`, Table 1; Zaremba's medium = 2 x 650 and
+large = 2 x 1500 configurations, with dropout):
+
+| configuration | S-RNN | LSTM | LSTM - S-RNN | LSTM - S-RNN - output gate |
+|---|---|---|---|---|
+| PTB (Medium Model) | 140.9 | 83.9 ± 0.3 | 80.5 | 81.6 |
+| PTB (Large Model) | 126.1 | 78.8 ± 0.2 | 76.0 | 78.5 |
+
+The same paper, later version (seeds `002_*`, Table 1):
+
+| configuration | LSTM | - S-RNN | - S-RNN - OUT | - S-RNN - HIDDEN | - GATES |
+|---|---|---|---|---|---|
+| PTB (Medium) | 83.9 ± 0.3 | 80.5 | 81.6 | 83.3 | 140.9 |
+| PTB (Large) | 78.8 ± 0.2 | 76.0 | 78.5 | 82.9 | 126.1 |
+
+Recurrent additive networks (seeds `004_*`, Table 1; 1 layer, embeddings 256, hidden 1024,
+50% variational dropout, Adam, batch 512, 100 epochs):
+
+| | Simple RNN | GRU | LSTM | RAN (identity) | RAN (tanh) |
+|---|---|---|---|---|---|
+| PTB | 352.6 | 147.1 | 157.7 | 130.9 | 121.0 |
+| # RNN parameters | 1.31M | 3.94M | 5.25M | 2.89M | 2.89M |
+
+Its Table 2 (the LSTM simplified step by step; the middle column's heading is lost in the seed's
+text extraction, the text calls it "Simplified Content Layer"): PTB 157.7 (original LSTM),
+134.7, 121.0 (RAN (tanh)); RNN parameters 5.25M, 4.20M, 2.89M.
+"""
+
+SETUP_TEXT = """## Setup, and how it differs from the papers
+
+Every model: Zaremba et al.'s (2014) non-regularised "small" budget (2 layers of 200,
+embeddings 200, 13 epochs, batch 20, truncated backpropagation over 20 steps with the state
+carried between segments and reset at each epoch, SGD lr 1 halved after every epoch past the
+4th, gradient norm clipped at 5, all parameters uniform in [-0.1, 0.1], no dropout). Only the
+recurrent cell changes (the course's `course.lm.RNNLM` with the reference cells of
+`autograder/reference/cells.py`, S-RNN and GRU through DyNet's builders, which compute the
+same equations). Differences from their code, all small:
+
+- 20 steps, not 35: the small configuration unrolls 20 steps in both of their published
+  programs (the authors' Torch `main.lua`, "Trains 1h and gives test 115 perplexity", and the
+  TensorFlow PTB tutorial's `SmallConfig`); 35 belongs to the medium and large configurations;
+- the learning rate is halved from epoch 5 on (the TensorFlow tutorial; the Torch program
+  halves from epoch 6);
+- the vocabulary has 10,001 entries: PTB's 10,000 (with `</s>` as end of sentence) and the
+  course's `<s>`, which the stream never uses (one more embedding and softmax row);
+- the stream starts with `</s>`, so the first word is predicted too; valid and test are each
+  read as one stream (batch 1, as their Torch test evaluation; their validation read 20
+  columns), every word counted;
+- one LSTM bias per gate (their Torch LSTM has two, one in each of its input and recurrent
+  linear maps: the same function);
+- the seed is fixed (1) and one run per model is reported (the weighted-sum papers give the
+  LSTM's spread over 5 runs: ± 0.2 to ± 0.3);
+- the weighted-sum papers trained Zaremba's *medium* and *large* configurations with dropout,
+  and the RAN paper a 1 x 1024 network with dropout and Adam for 100 epochs: their numbers are
+  for bigger, regularised models. Here every model gets the small, unregularised budget, so the
+  absolute numbers are higher and the comparison is of the pattern.
+"""
+
+
+def tables(epochs: int, runs=RUNS, max_sentences=None) -> str:
+    records = load_records(runs, max_sentences)
+    parts = [f"Penn Treebank (Mikolov's 10k-word version), {epochs} epochs"
+             + (f", first {max_sentences} sentences of each split (smoke test)" if max_sentences else "")
+             + ". Test perplexity in bold; wall time includes the valid and test evaluation after every "
+               "epoch. The machine has 2 cores shared with other work, and DyNet uses one: speeds "
+               "are what the run got, not what an idle core gives.",
+             "## Results\n\n" + results_table(records, epochs),
+             "## Does the papers' pattern hold?\n\n" + pattern(records, epochs),
+             "## Valid / test perplexity after each epoch\n\n" + curves_table(records, epochs),
+             PUBLISHED_TEXT.strip(), SETUP_TEXT.strip()]
+    speed_path = Path(runs) / "speed.json"
+    if speed_path.exists():
+        parts.append("## Speed: what makes training faster without changing the model\n\n"
+                     + speed_table(json.loads(speed_path.read_text())))
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------- command line
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
+    parser.add_argument("--epochs", type=int, default=SMALL["epochs"])
+    parser.add_argument("--max-sentences", type=int, default=None, help="cap every split (smoke tests)")
+    parser.add_argument("--tables-only", action="store_true")
+    parser.add_argument("--speed", action="store_true", help="time the speed variants, then write the tables")
+    parser.add_argument("--speed-rounds", type=int, default=3)
+    parser.add_argument("--speed-segments", type=int, default=8)
+    parser.add_argument("--speed-worker", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", default="ptb", help="corpus name or folder (default: ptb)")
+    args = parser.parse_args(argv)
+    if args.speed_worker is not None:
+        return speed_worker(args.speed_worker, args.speed_segments, args.corpus)
+    names = [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}: choose from {', '.join(MODELS)}")
+    runtime.init(seed=SMALL["seed"], mem=SPEED_DEFAULTS["mem"])
+    if args.speed:
+        result = speed(args.speed_rounds, args.speed_segments, args.corpus)
+        RUNS.mkdir(parents=True, exist_ok=True)
+        _write_json(RUNS / "speed.json", result)
+        print(speed_table(result))
+    elif not args.tables_only:
+        vocab, splits = load_corpus(args.corpus, args.max_sentences)
+        for name in names:
+            train_model(name, vocab, splits, args.epochs, runs=runs_dir(args.max_sentences),
+                        max_sentences=args.max_sentences, log=lambda line: print(line, flush=True))
+    command = "python bench/ptb.py" + (f" --epochs {args.epochs}" if args.epochs != SMALL["epochs"] else "")
+    if args.max_sentences:
+        command += f" --max-sentences {args.max_sentences}"
+    command += "` (the runs, resumable) and `python bench/ptb.py --speed"
+    name = "ptb" if not args.max_sentences else f"ptb-n{args.max_sentences}"
+    if args.max_sentences:      # smoke-test tables are printed, not kept
+        print(tables(args.epochs, runs_dir(args.max_sentences), args.max_sentences))
+    else:
+        report(name, "Penn Treebank: the course's models beside the papers", tables(args.epochs), command)
+
+
+if __name__ == "__main__":
+    main()

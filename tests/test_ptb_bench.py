@@ -1,0 +1,276 @@
+"""bench/ptb.py: Zaremba's stream training, resumable runs, the tables, the speed variants.
+
+The bench code runs here on a few hundred Penn Treebank sentences (from
+data/external/ptb once fetched, or the copy beside the repository) with a tiny
+network; where no PTB copy exists, on a small made-up corpus instead, so these
+tests never skip for want of data (only the check of PTB's own sizes does).
+"""
+import json
+import math
+import random
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, SHARED_PTB
+
+sys.path.insert(0, str(ROOT / "bench"))
+import ptb  # noqa: E402  (bench/ptb.py)
+
+from course import lm, runtime  # noqa: E402
+from course.corpora import CorpusError, corpus_files  # noqa: E402
+
+dy = runtime.dynet()
+TINY = {**ptb.SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
+
+
+def ptb_source():
+    """A PTB copy to read, or None."""
+    try:
+        corpus_files("ptb")
+        return "ptb"
+    except CorpusError:
+        return str(SHARED_PTB) if (SHARED_PTB / "train.txt").exists() else None
+
+
+def made_up_corpus(directory):
+    rng = random.Random(3)
+    words = "the a cat dog bird sat ran slept on under mat rug tree N <unk>".split()
+    for split, n in (("train", 300), ("valid", 40), ("test", 40)):
+        lines = (" ".join(rng.choice(words) for _ in range(rng.randint(3, 20))) for _ in range(n))
+        (directory / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    return str(directory)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """(vocab, splits): 300 training sentences, 40 valid, 40 test."""
+    source = ptb_source() or made_up_corpus(tmp_path_factory.mktemp("fake_ptb"))
+    vocab, splits = ptb.load_corpus(source, max_sentences=300)
+    splits["valid"], splits["test"] = splits["valid"][:40], splits["test"][:40]
+    return vocab, splits
+
+
+def test_stream_columns_and_segments_follow_zarembas_reader(corpus):
+    vocab, splits = corpus
+    sentences = splits["train"]
+    ids = ptb.stream(sentences, vocab)
+    assert ids[0] == vocab.eos and ids[-1] == vocab.eos
+    assert len(ids) == 1 + sum(len(s) + 1 for s in sentences)
+    assert ids.count(vocab.eos) == len(sentences) + 1
+    data = ptb.columns(ids, 4)
+    n = len(ids) // 4
+    assert data.shape == (4, n)
+    assert data[1].tolist() == ids[n:2 * n]                      # row b = tokens [b n, (b+1) n)
+    train = list(ptb.segments(data, 5))
+    assert len(train) == (n - 1) // 5                             # Zaremba's epoch_size
+    for x, y in train:
+        assert x.shape == y.shape == (4, 5)
+    x, y = train[3]
+    assert np.array_equal(y[:, :-1], x[:, 1:]) and np.array_equal(x, data[:, 15:20])
+    assert np.array_equal(y, data[:, 16:21])
+    # evaluation takes the shorter last segment too: every position predicted exactly once
+    every = list(ptb.segments(data, 7, complete_only=False))
+    assert sum(x.shape[1] for x, _ in every) == n - 1
+    assert np.array_equal(np.concatenate([y for _, y in every], axis=1), data[:, 1:])
+
+
+def test_ptb_stream_has_zarembas_sizes():
+    source = ptb_source()
+    if source is None:
+        pytest.skip(f"no Penn Treebank copy (data/external/ptb or {SHARED_PTB}): fetch it with "
+                    "`python -m course data fetch ptb --from DIR`")
+    vocab, splits = ptb.load_corpus(source)
+    assert len(vocab) == 10001                    # PTB's 10k (</s> included) and the course's <s>
+    ids = ptb.stream(splits["train"], vocab)
+    assert len(ids) == 929589 + 1                 # the published 929,589 tokens with </s>, + the leading </s>
+    data = ptb.columns(ids, 20)
+    assert data.shape == (20, 46479)
+    assert ptb.SMALL["steps"] == 20                # the small configuration's seq_length / num_steps
+    assert sum(1 for _ in ptb.segments(data, 20)) == 2323     # (46,479 - 1) // 20
+    assert len(ptb.stream(splits["test"], vocab)) - 1 == 82430
+
+
+@pytest.mark.parametrize("cell", ["lstm", "hand-lstm", "gru", "srnn", "ran-tanh", "lstm-srnn-hidden"])
+def test_carried_state_continues_the_stream_exactly(corpus, cell):
+    """Two segments with the state carried over = one long segment (loss and final
+    state); starting the second from zeros instead ends elsewhere, so the carry matters."""
+    vocab, splits = corpus
+    model = ptb.build_model("lstm", vocab, {**TINY, "init_scale": 0.5}, cell=lm.resolve_cell(cell))
+    data = ptb.columns(ptb.stream(splits["train"], vocab), 3)[:, :13]
+
+    def run(start, end, carried=None):
+        dy.renew_cg()
+        loss, states = ptb.segment_loss(model, data[:, start:end], data[:, start + 1:end + 1], carried)
+        return loss.value(), ptb.state_values(model, states, 3)
+
+    whole, whole_state = run(0, 12)
+    first, carried = run(0, 8)
+    second, second_state = run(8, 12, carried)
+    _, fresh_state = run(8, 12)
+    assert first + second == pytest.approx(whole, rel=1e-5)
+    for layer_whole, layer_second, layer_fresh in zip(whole_state, second_state, fresh_state):
+        for a, b, c in zip(layer_whole, layer_second, layer_fresh):
+            assert a.shape == (TINY["hidden"], 3)
+            np.testing.assert_allclose(b, a, atol=1e-5)
+            assert np.abs(c - a).max() > 1e-3
+
+
+def test_stream_perplexity_reads_each_split_as_one_stream(corpus):
+    """Evaluation in segments with the state carried = the whole split in one segment."""
+    vocab, splits = corpus
+    model = ptb.build_model("lstm", vocab, {**TINY, "init_scale": 0.5})
+    ids = ptb.stream(splits["valid"][:6], vocab)
+    dy.renew_cg()
+    data = ptb.columns(ids, 1)
+    total = ptb.segment_loss(model, data[:, :-1], data[:, 1:])[0].value()
+    expected = math.exp(total / (len(ids) - 1))
+    assert ptb.stream_perplexity(model, ids, steps=7) == pytest.approx(expected, rel=1e-5)
+    assert ptb.stream_perplexity(model, ids) == pytest.approx(expected, rel=1e-5)
+
+
+def test_every_parameter_starts_uniform_in_plus_minus_0_1(corpus):
+    vocab, _ = corpus
+    model = ptb.build_model("lstm-srnn", vocab, {**TINY, "hidden": 32, "embed": 32})
+    values = np.concatenate([p.as_array().ravel() for p in model.pc.parameters_list()] +
+                            [p.as_array().ravel() for p in model.pc.lookup_parameters_list()])
+    assert values.size == model.param_count()
+    assert np.abs(values).max() <= 0.1
+    assert 0.045 < np.abs(values).mean() < 0.055          # uniform on [-0.1, 0.1]: mean |x| = 0.05
+    b_f = model.layers[0].params["b_f"].as_array()         # no forget bias of 1: it is drawn like the rest
+    assert np.abs(b_f).max() <= 0.1
+
+
+def test_learning_rate_schedule_is_zarembas(tiny_corpus):
+    expected = [1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
+                0.001953125]
+    assert [ptb.learning_rate(e) for e in range(1, 14)] == expected
+    # the same schedule as course.lm.train's decay_after (the course's own trainer)
+    from course.data import Vocab
+    model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", 4, 4)
+    history = lm.train(model, tiny_corpus, tiny_corpus[:5], epochs=6, batch_size=16, optimizer="sgd",
+                       lr=1.0, lr_decay=0.5, decay_after=4, progress=False, log=None)
+    assert [row["lr"] for row in history] == [ptb.learning_rate(e) for e in range(1, 7)]
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkeypatch):
+    vocab, splits = corpus
+    config = {**TINY, "decay_after": 1}
+    where = {"runs": tmp_path / "results", "work": tmp_path / "work", "log": lambda line: None}
+
+    def stop(row):
+        raise Interrupt
+
+    with pytest.raises(Interrupt):                        # killed after its first epoch
+        ptb.train_model("lstm", vocab, splits, 3, config, after_epoch=stop, **where)
+    saved = json.loads((tmp_path / "results" / "lstm.json").read_text())
+    assert [r["epoch"] for r in saved["epochs"]] == [1]
+    assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e1.dy"]
+
+    calls = []
+    real_epoch = ptb.train_epoch
+    monkeypatch.setattr(ptb, "train_epoch", lambda *a, **k: calls.append(1) or real_epoch(*a, **k))
+    resumed = ptb.train_model("lstm", vocab, splits, 3, config, **where)
+    assert len(calls) == 2                                # epochs 2 and 3 only
+    assert resumed["epochs"][0] == saved["epochs"][0]
+    assert [r["lr"] for r in resumed["epochs"]] == [1.0, 0.5, 0.25]
+    assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e3.dy"]
+
+    again = ptb.train_model("lstm", vocab, splits, 3, config, **where)
+    assert len(calls) == 2 and again == resumed           # finished: nothing retrained
+
+    # the interrupted-and-resumed run is the run that was never interrupted
+    straight = ptb.train_model("lstm", vocab, splits, 3, config, runs=tmp_path / "r2",
+                               work=tmp_path / "w2", log=lambda line: None)
+    for a, b in zip(straight["epochs"], resumed["epochs"]):
+        assert a["test_ppl"] == pytest.approx(b["test_ppl"], rel=1e-6)
+        assert a["train_ppl"] == pytest.approx(b["train_ppl"], rel=1e-6)
+
+    changed = {**config, "hidden": 12}                    # another configuration is refused, not mixed in
+    with pytest.raises(ValueError, match="move it away"):
+        ptb.train_model("lstm", vocab, splits, 4, changed, **where)
+
+
+def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
+    vocab, splits = corpus
+    runs = tmp_path / "results"
+    real = ptb.train_model("srnn", vocab, splits, 1, TINY, runs=runs, work=tmp_path / "w", log=lambda line: None)
+    text = ptb.tables(13, runs)
+    row = next(line for line in text.splitlines() if line.startswith("| S-RNN"))
+    assert f"**{real['epochs'][0]['test_ppl']:.1f}**" in row and "1 of 13 (running)" in row
+    assert "| LSTM | hand-lstm |  | not run |" in text
+    assert f"{real['epochs'][0]['tokens_per_cpu_s']:,.0f}" in row
+    assert "cannot be judged yet" in text
+    assert "114.5" in text and "352.6" in text and "82.9" in text     # the published numbers
+
+    # a complete set of (made-up) finished runs: the pattern verdicts follow the numbers
+    fake = {"lstm": 120.0, "srnn": 160.0, "gru": 118.0, "lstm-srnn": 117.0, "lstm-srnn-out": 121.0,
+            "lstm-srnn-hidden": 140.0, "ran-identity": 125.0, "ran-tanh": 119.0}
+    for name, test_ppl in fake.items():
+        rows = [{"epoch": e, "lr": ptb.learning_rate(e), "train_ppl": 100.0, "valid_ppl": test_ppl + 5,
+                 "test_ppl": test_ppl, "train_tokens": 1000, "train_seconds": 2.0, "train_cpu_seconds": 1.0,
+                 "eval_seconds": 1.0}
+                for e in range(1, 14)]
+        (runs / f"{name}.json").write_text(json.dumps({"model": name, "cell": name, "params": 1234567,
+                                                       "epochs": rows}))
+    (runs / "speed.json").write_text(json.dumps({
+        "rounds": 3, "segments": 8, "load_average": [1.0, 1.0, 1.0],
+        "tokens_per_cpu_s": {v["label"]: 500.0 + 100 * k for k, v in enumerate(ptb.SPEED_VARIANTS)},
+        "tokens_per_s": {v["label"]: 300.0 for v in ptb.SPEED_VARIANTS}}))
+    text = ptb.tables(13, runs)
+    assert "| LSTM | lstm | 1,234,567 | 13 | 125.0 | **120.0** | 500 | 1,000 | 1 min |" in text
+    assert "S-RNN far behind" in text and "**holds** (+33%)" in text
+    assert "Ablations of the S-RNN close to the LSTM" in text and "**does not hold**" in text
+    assert "largest gap 17%" in text
+    assert "| 13 | 0.00195 | 125.0 / 120.0 |" in text                                     # the per-epoch table
+    first = ptb.SPEED_VARIANTS[0]["label"]
+    assert f"| {first} | 500 |  | 1.00x | 300 |" in text
+    assert f"| {ptb.SPEED_VARIANTS[2]['label']} | 700 |  | 1.40x | 300 |" in text
+    assert "one softmax per step runs at 1.80x" in text and "about 33% of the cost" in text
+
+
+def _copy_lstm_weights(source, target, layout):
+    """Copy a hand-lstm's weights into the bench's plain or stacked LSTM (same model)."""
+    target.embeddings.init_from_array(source.embeddings.as_array())
+    target.W_hs.set_value(source.W_hs.as_array())
+    target.b_s.set_value(source.b_s.as_array())
+    for src, dst in zip(source.layers, target.layers):
+        p = {k: v.as_array() for k, v in src.params.items()}
+        if layout == "plain-lstm":
+            for k, v in p.items():
+                dst.params[k].set_value(v)
+        else:
+            dst.params["W_x"].set_value(np.vstack([p["W_x" + g] for g in "ifou"]))
+            dst.params["W_h"].set_value(np.vstack([p["W_h" + g] for g in "ifou"]))
+            dst.params["b"].set_value(np.concatenate([p["b_" + g] for g in "ifou"]))
+
+
+@pytest.mark.parametrize("layout", ["plain-lstm", "stacked-lstm"])
+def test_speed_variants_compute_the_same_model(corpus, layout):
+    """The bench-only LSTM layouts and the per-step softmax change the speed, not the numbers."""
+    vocab, splits = corpus
+    hand = ptb.build_model("lstm", vocab, TINY)
+    other = ptb.build_model("lstm", vocab, TINY, cell=ptb.speed_cell(layout))
+    _copy_lstm_weights(hand, other, layout)
+    data = ptb.columns(ptb.stream(splits["train"], vocab), 4)
+    x, y = data[:, :6], data[:, 1:7]
+    values = []
+    for model, softmax in ((hand, "segment"), (other, "segment"), (hand, "step")):
+        dy.renew_cg()
+        values.append(ptb.segment_loss(model, x, y, softmax=softmax)[0].value())
+    assert values[1] == pytest.approx(values[0], rel=1e-5)
+    assert values[2] == pytest.approx(values[0], rel=1e-5)
+
+
+def test_measure_times_every_variant(corpus):
+    vocab, splits = corpus
+    for variant in ptb.SPEED_VARIANTS:
+        if variant.get("mem") or variant.get("autobatch"):
+            continue                                      # need a fresh process (tested by --speed)
+        speed = ptb.measure(variant, vocab, splits["train"], 2, TINY)
+        assert all(speed[clock] > 0 and math.isfinite(speed[clock]) for clock in ("wall", "cpu"))
