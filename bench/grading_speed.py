@@ -47,11 +47,13 @@ def main():
                 records = grade.autograde(folder, work=work, workers=workers)
                 seconds = time.perf_counter() - start
                 statuses = sorted({r["status"] for r in records})
-                rows.append([label, workers, f"{seconds:.0f}", f"{seconds / len(records):.1f}", ", ".join(statuses)])
+                score = f"{sum(r['score'] for r in records):g} / {sum(r['max_score'] for r in records):g}"
+                rows.append([label, workers, f"{seconds:.0f}", f"{seconds / len(records):.1f}", score,
+                             ", ".join(statuses)])
                 print(rows[-1], flush=True)
     body = ("nbgrader autograde (private course copy per submission) and the trusted sandboxed grader, "
             "per submission; the course directory template is built beforehand and not timed.\n\n"
-            + table(["what", "workers", "seconds", "seconds per notebook", "statuses"], rows))
+            + table(["what", "workers", "seconds", "seconds per notebook", "points", "statuses"], rows))
     report("grading_speed", "Grading speed", body,
            f"python bench/grading_speed.py --workers {args.workers} --what {args.what}")
 

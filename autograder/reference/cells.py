@@ -93,6 +93,15 @@ def rnn_step(p, x, state, record=None):
     return (h,)
 
 
+def _gate_shapes(letters, d_in, d_h, recurrent=True):
+    """W_x<g> (d_h, d_in), W_h<g> (d_h, d_h) when the gate reads h, and b_<g> (d_h,) per letter."""
+    shapes = {}
+    for g in letters:
+        shapes.update({"W_x" + g: (d_h, d_in), **({"W_h" + g: (d_h, d_h)} if recurrent else {}),
+                       "b_" + g: (d_h,)})
+    return shapes
+
+
 def _rnn_shapes(d_in, d_h):
     return {"W_xh": (d_h, d_in), "W_hh": (d_h, d_h), "b_h": (d_h,)}
 
@@ -133,10 +142,7 @@ def lstm_no_forget_step(p, x, state, record=None):
 
 
 def _lstm_no_forget_shapes(d_in, d_h):
-    shapes = {}
-    for g in "uio":
-        shapes.update({"W_x" + g: (d_h, d_in), "W_h" + g: (d_h, d_h), "b_" + g: (d_h,)})
-    return shapes
+    return _gate_shapes("uio", d_in, d_h)
 
 
 def lstm_step(p, x, state, record=None):
@@ -165,10 +171,7 @@ def lstm_step(p, x, state, record=None):
 
 
 def _lstm_shapes(d_in, d_h):
-    shapes = {}
-    for g in "uifo":
-        shapes.update({"W_x" + g: (d_h, d_in), "W_h" + g: (d_h, d_h), "b_" + g: (d_h,)})
-    return shapes
+    return _gate_shapes("uifo", d_in, d_h)
 
 
 # --------------------------------------------------------------------------
@@ -195,10 +198,7 @@ def gru_step(p, x, state, record=None):
 
 
 def _gru_shapes(d_in, d_h):
-    shapes = {}
-    for g in "rzh":
-        shapes.update({"W_x" + g: (d_h, d_in), "W_h" + g: (d_h, d_h), "b_" + g: (d_h,)})
-    return shapes
+    return _gate_shapes("rzh", d_in, d_h)
 
 
 # --------------------------------------------------------------------------
@@ -225,10 +225,7 @@ def lstm_minus_srnn_step(p, x, state, record=None):
 
 
 def _lstm_minus_srnn_shapes(d_in, d_h):
-    shapes = {"W_xu": (d_h, d_in)}
-    for g in "ifo":
-        shapes.update({"W_x" + g: (d_h, d_in), "W_h" + g: (d_h, d_h), "b_" + g: (d_h,)})
-    return shapes
+    return {"W_xu": (d_h, d_in), **_gate_shapes("ifo", d_in, d_h)}
 
 
 def lstm_minus_srnn_out_step(p, x, state, record=None):
@@ -249,10 +246,7 @@ def lstm_minus_srnn_out_step(p, x, state, record=None):
 
 
 def _lstm_minus_srnn_out_shapes(d_in, d_h):
-    shapes = {"W_xu": (d_h, d_in)}
-    for g in "if":
-        shapes.update({"W_x" + g: (d_h, d_in), "W_h" + g: (d_h, d_h), "b_" + g: (d_h,)})
-    return shapes
+    return {"W_xu": (d_h, d_in), **_gate_shapes("if", d_in, d_h)}
 
 
 def _input_gate(p, g, x):
@@ -284,10 +278,7 @@ def lstm_minus_srnn_hidden_step(p, x, state, record=None):
 
 
 def _lstm_minus_srnn_hidden_shapes(d_in, d_h):
-    shapes = {"W_xu": (d_h, d_in)}
-    for g in "ifo":
-        shapes.update({"W_x" + g: (d_h, d_in), "b_" + g: (d_h,)})
-    return shapes
+    return {"W_xu": (d_h, d_in), **_gate_shapes("ifo", d_in, d_h, recurrent=False)}
 
 
 # --------------------------------------------------------------------------
