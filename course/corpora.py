@@ -225,29 +225,24 @@ def _copy_from_archive(archive: Path, corpus: KnownCorpus, work: Path, shown: st
 def _extract(archive: Path, corpus: KnownCorpus, work: Path, shown: str) -> dict:
     origins = {}
     if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as z:
-            members = [(i.filename, i) for i in z.infolist() if not i.is_dir()]
-            for split in SPLITS:
-                picked = _pick(members, corpus, split)
-                if picked is None:
-                    raise _missing(corpus, split, shown)
-                with z.open(picked[1]) as src, open(work / f"{split}.txt", "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-                origins[split] = f"{shown}:{picked[0]}"
+        opened = zipfile.ZipFile(archive)
+        members = [(i.filename, i) for i in opened.infolist() if not i.is_dir()]
+        open_member = opened.open
     elif tarfile.is_tarfile(archive):
-        with tarfile.open(archive) as t:
-            members = [(m.name.removeprefix("./"), m)
-                       for m in t.getmembers() if m.isfile()]
-            for split in SPLITS:
-                picked = _pick(members, corpus, split)
-                if picked is None:
-                    raise _missing(corpus, split, shown)
-                with t.extractfile(picked[1]) as src, open(work / f"{split}.txt", "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-                origins[split] = f"{shown}:{picked[0]}"
+        opened = tarfile.open(archive)
+        members = [(m.name.removeprefix("./"), m) for m in opened.getmembers() if m.isfile()]
+        open_member = opened.extractfile
     else:
         raise CorpusError(f"{shown} is neither a folder nor a .zip/.tgz/.tar.gz archive; pass "
                           f"the folder or archive that holds the {corpus.name} files.")
+    with opened:
+        for split in SPLITS:
+            picked = _pick(members, corpus, split)
+            if picked is None:
+                raise _missing(corpus, split, shown)
+            with open_member(picked[1]) as src, open(work / f"{split}.txt", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            origins[split] = f"{shown}:{picked[0]}"
     return origins
 
 

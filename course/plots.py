@@ -44,10 +44,10 @@ def _axes(ax, figsize):
     return ax
 
 
-def _finish(ax, label=None, title=None):
-    """A legend when the curve is labelled, a title when given; the axes."""
-    if label:
-        ax.legend(frameon=False)
+def _finish(ax, legend=None, title=None, **legend_options):
+    """A legend when asked (e.g. the curve is labelled), a title when given; the axes."""
+    if legend:
+        ax.legend(frameon=False, **legend_options)
     if title:
         ax.set_title(title)
     return ax
@@ -291,11 +291,7 @@ def gradient_by_distance(curves: dict, ax=None, title=None,
         ax.semilogy(np.arange(len(values)), values, label=str(label), lw=1.5)
     ax.set_xlabel("distance k (steps back from the loss)")
     ax.set_ylabel(ylabel)
-    if len(curves) > 1:
-        ax.legend(frameon=False, fontsize=9)
-    if title:
-        ax.set_title(title)
-    return ax
+    return _finish(ax, len(curves) > 1, title, fontsize=9)
 
 
 def unit_lines(curves: dict, positions=None, labels=None, marks=None, ax=None, title=None,
@@ -322,11 +318,7 @@ def unit_lines(curves: dict, positions=None, labels=None, marks=None, ax=None, t
     ax.set_ylim(0.0, 1.02)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    if len(curves) > 1:
-        ax.legend(frameon=False, fontsize=9)
-    if title:
-        ax.set_title(title)
-    return ax
+    return _finish(ax, len(curves) > 1, title, fontsize=9)
 
 
 def sample_spread(words, sample_probs, deterministic=None, ax=None, title=None):
