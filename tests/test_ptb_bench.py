@@ -152,6 +152,10 @@ def test_learning_rate_schedule_is_zarembas(tiny_corpus):
     history = lm.train(model, tiny_corpus, tiny_corpus[:5], epochs=6, batch_size=16, optimizer="sgd",
                        lr=1.0, lr_decay=0.5, decay_after=4, progress=False, log=None)
     assert [row["lr"] for row in history] == [ptb.learning_rate(e) for e in range(1, 7)]
+    # a run that changes the budget changes only what it says it changes
+    changed = ptb.config_of("srnn-lr0.1")
+    assert changed == {**ptb.SMALL, "lr": 0.1} and ptb.config_of("srnn") == ptb.SMALL
+    assert [ptb.learning_rate(e, changed) for e in (1, 4, 5, 6)] == pytest.approx([0.1, 0.1, 0.05, 0.025])
 
 
 class Interrupt(Exception):
@@ -202,10 +206,14 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     real = ptb.train_model("srnn", vocab, splits, 1, TINY, runs=runs, work=tmp_path / "w", log=lambda line: None)
     text = ptb.tables(13, runs)
     row = next(line for line in text.splitlines() if line.startswith("| S-RNN"))
-    assert f"**{real['epochs'][0]['test_ppl']:.1f}**" in row and "1 of 13 (running)" in row
+    assert f"**{real['epochs'][0]['test_ppl']:.1f}**" in row and "| 1 of 13 |" in row
     assert "| LSTM | hand-lstm |  | not run |" in text
     assert f"{real['epochs'][0]['tokens_per_cpu_s']:,.0f}" in row
     assert "cannot be judged yet" in text
+    # the recurrent layers' share: an S-RNN layer has W_x, W_h and b
+    h, e = TINY["hidden"], TINY["embed"]
+    recurrent = (e * h + h * h + h) + (TINY["layers"] - 1) * (2 * h * h + h)
+    assert f"| {real['params']:,} ({recurrent:,}) |" in row
     assert "114.5" in text and "352.6" in text and "82.9" in text     # the published numbers
 
     # a complete set of (made-up) finished runs: the pattern verdicts follow the numbers
@@ -224,10 +232,37 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
         "tokens_per_s": {v["label"]: 300.0 for v in ptb.SPEED_VARIANTS}}))
     text = ptb.tables(13, runs)
     assert "| LSTM | lstm | 1,234,567 | 13 | 125.0 | **120.0** | 500 | 1,000 | 1 min |" in text
-    assert "S-RNN far behind" in text and "**holds** (+33%)" in text
+    assert "S-RNN (LSTM - GATES) far behind" in text and "**holds** (+33%)" in text
     assert "Ablations of the S-RNN close to the LSTM" in text and "**does not hold**" in text
     assert "largest gap 17%" in text
     assert "| 13 | 0.00195 | 125.0 / 120.0 |" in text                                     # the per-epoch table
+    assert "The same budget for every model" not in text                              # all finished
+
+    # runs stopped at different epochs: the shared budget is the shortest run's, read at that epoch
+    for name, stop in (("srnn", 3), ("gru", 5)):
+        record = json.loads((runs / f"{name}.json").read_text())
+        record["epochs"] = record["epochs"][:stop]
+        for row in record["epochs"]:
+            row["test_ppl"] = fake[name] + 10 * (stop - row["epoch"]) + 40
+        (runs / f"{name}.json").write_text(json.dumps(record))
+    text = ptb.tables(13, runs)
+    assert "### The same budget for every model: the first 3 epoch(s)" in text
+    assert "learning rate 1)" in text and "has not started to decay" in text
+    assert "| S-RNN (LSTM - GATES) | 200.0 (+67%) |" in text           # srnn epoch 3 vs lstm's 120.0
+    assert "| GRU | 178.0 (+48%) |" in text                            # gru epoch 3: 118 + 20 + 40
+    assert "| GRU | not finished |" in text                            # ... and at 13 epochs
+    assert "| S-RNN (LSTM - GATES) | srnn | 1,234,567 | 3 of 13 |" in text
+    assert "(diverged)" not in text
+
+    # a run worse than a uniform guess over its vocabulary is marked as diverged, here and in the verdict
+    record = json.loads((runs / "srnn.json").read_text())
+    record["vocab"] = 150
+    (runs / "srnn.json").write_text(json.dumps(record))
+    text = ptb.tables(13, runs)
+    assert "**200.0** (diverged) |" in text and "it diverged, worse than a uniform guess" in text
+    assert ptb.plot_curves(ptb.load_records(runs), tmp_path / "curves.png").stat().st_size > 10_000
+    assert ptb.plot_curves({}, tmp_path / "none.png") is None
+
     first = ptb.SPEED_VARIANTS[0]["label"]
     assert f"| {first} | 500 |  | 1.00x | 300 |" in text
     assert f"| {ptb.SPEED_VARIANTS[2]['label']} | 700 |  | 1.40x | 300 |" in text
