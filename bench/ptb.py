@@ -754,19 +754,28 @@ same equations). Differences from their code, all small:
 
 
 def plot_curves(records: dict, path: Path) -> Path | None:
-    """Valid perplexity after each epoch, one line per model, Zaremba's 120.7 dashed."""
+    """Valid perplexity after each epoch, one line per model, Zaremba's 120.7 dashed.
+
+    Diverged runs are left out (their millions would flatten every other line)."""
     curves = {MODELS[n][1]: [r["valid_ppl"] for r in records[n]["epochs"]]
-              for n in MODELS if n in records and records[n]["epochs"]}
+              for n in MODELS if n in records and records[n]["epochs"]
+              and not diverged(records[n]["epochs"][-1], records[n])}
     if not curves:
         return None
     import matplotlib
     matplotlib.use("Agg")
     from course import plots
     ax = plots.loss_curves(curves, xlabel="epoch", ylabel="valid perplexity", logy=True,
-                           title="Penn Treebank, Zaremba's small budget")
+                           title="PTB, Zaremba's small budget (diverged runs left out)")
+    from matplotlib.ticker import ScalarFormatter
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
+    for line in ax.lines:
+        line.set_marker("o")
+    ax.set_xticks(range(1, max(len(c) for c in curves.values()) + 1))
     ax.axhline(ZAREMBA_SMALL["valid"], color="black", ls="--", lw=1.0)
-    ax.annotate(f"Zaremba small LSTM, valid {ZAREMBA_SMALL['valid']}", (1, ZAREMBA_SMALL["valid"]),
-                textcoords="offset points", xytext=(0, -12), fontsize=8)
+    ax.annotate(f"Zaremba small LSTM, valid {ZAREMBA_SMALL['valid']}", (0.5, ZAREMBA_SMALL["valid"]),
+                xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(0, 4), fontsize=8)
     ax.legend(frameon=False, fontsize=8)
     ax.figure.tight_layout()
     ax.figure.savefig(path, dpi=120)
