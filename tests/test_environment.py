@@ -1,4 +1,4 @@
-"""environment.yml (conda) and pyproject.toml must install the same pins."""
+"""The setup files agree: conda and pip pins, the README's benchmark list and `make bench`."""
 import re
 import tomllib
 
@@ -26,3 +26,14 @@ def test_every_dependency_is_pinned_exactly():
 
 def test_dynet_wheel_is_the_one_that_computes_one_minus_z():
     assert "dyNET38==2.1" in pins_from_pyproject()
+
+
+def test_readme_lists_every_benchmark_and_make_bench_runs_the_quick_ones():
+    readme = (ROOT / "README.md").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    scripts = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name != "common.py")
+    assert scripts, "no benchmark scripts found"
+    for name in scripts:
+        assert f"| `bench/{name}` |" in readme, f"bench/{name} is missing from the README's benchmark table"
+        # every benchmark but the hours-long PTB reproduction is part of `make bench`
+        assert (f"bench/{name}" in makefile) == (name != "ptb.py"), name
