@@ -613,18 +613,25 @@ def pattern(records: dict, epochs: int) -> str:
             published = f"{ref[0]:+.0%} (medium), {ref[1]:+.0%} (large)"
         else:
             published = f"{PUBLISHED['ran'][key] / PUBLISHED['ran']['lstm'] - 1:+.0%} (RAN Table 1)"
-        here = f"{final[name]:.1f} ({final[name] / lstm - 1:+.0%})" if name in final else "not finished"
+        if name not in final:
+            here = "not finished"
+        elif diverged(records[name]["epochs"][epochs - 1], records[name]):
+            here = f"{final[name]:,.0f}: diverged"
+        else:
+            here = f"{final[name]:.1f} ({final[name] / lstm - 1:+.0%})"
         rows.append([MODELS[name][1], here, published])
     lines.append(table(["model", "here: test ppl (vs LSTM)", "published (vs LSTM)"], rows))
     verdicts = []
     for name in ("srnn", "srnn-lr0.1"):
-        if name in final:
+        if name not in final:
+            continue
+        claim = f"{MODELS[name][1]} far behind (criterion: > 20% above the LSTM; the papers: +60 to +68%): "
+        if diverged(records[name]["epochs"][epochs - 1], records[name]):
+            verdicts.append(claim + "**not judged**: the run diverged (worse than a uniform guess), "
+                            "which says the S-RNN is hard to train here, not how far behind it is.")
+        else:
             holds = final[name] > 1.2 * lstm
-            verdicts.append(f"{MODELS[name][1]} far behind (criterion: > 20% above the LSTM; the papers: "
-                            f"+60 to +68%): **{'holds' if holds else 'does not hold'}** "
-                            f"({final[name] / lstm - 1:+.0%})"
-                            + (": it diverged, worse than a uniform guess" if
-                               diverged(records[name]["epochs"][epochs - 1], records[name]) else "") + ".")
+            verdicts.append(claim + f"**{'holds' if holds else 'does not hold'}** ({final[name] / lstm - 1:+.0%}).")
     ablations = [n for n in ("lstm-srnn", "lstm-srnn-out", "lstm-srnn-hidden") if n in final]
     if ablations:
         worst = max(abs(final[n] / lstm - 1) for n in ablations)

@@ -259,7 +259,8 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     record["vocab"] = 150
     (runs / "srnn.json").write_text(json.dumps(record))
     text = ptb.tables(13, runs)
-    assert "**200.0** (diverged) |" in text and "it diverged, worse than a uniform guess" in text
+    assert "**200.0** (diverged) |" in text and "| S-RNN (LSTM - GATES) | 200: diverged |" in text
+    assert "far behind (criterion: > 20% above the LSTM; the papers: +60 to +68%): **not judged**" in text
     assert ptb.plot_curves(ptb.load_records(runs), tmp_path / "curves.png").stat().st_size > 10_000
     assert ptb.plot_curves({}, tmp_path / "none.png") is None
 
