@@ -228,6 +228,11 @@ def segment_loss(model, inputs, targets, carried=None, softmax="segment"):
     return loss, states
 
 
+def perplexity(nll: float, count: int) -> float:
+    """exp(mean nll); a diverged run's loss overflows exp, and is reported as inf."""
+    return math.exp(nll / count) if nll / count < 700 else math.inf
+
+
 def train_epoch(model, trainer, data, steps: int, softmax="segment", max_segments=None, log=None):
     """One pass over the columns; returns (total nll, predictions, wall seconds, CPU seconds).
 
@@ -256,7 +261,7 @@ def train_epoch(model, trainer, data, steps: int, softmax="segment", max_segment
         carried = state_values(model, states, batch)
         if log and time.perf_counter() - last_log > 300:
             last_log = time.perf_counter()
-            log(f"    segment {k + 1}/{n_segments}  train ppl {math.exp(total / count):.1f}  "
+            log(f"    segment {k + 1}/{n_segments}  train ppl {perplexity(total, count):.1f}  "
                 f"{count / (last_log - start):.0f} tokens/s "
                 f"({count / (time.process_time() - cpu_start):.0f} per CPU second)")
     return total, count, time.perf_counter() - start, time.process_time() - cpu_start
@@ -273,7 +278,7 @@ def stream_perplexity(model, ids, steps: int = EVAL_STEPS) -> float:
         total += loss.value()
         count += inputs.size
         carried = state_values(model, states, 1)
-    return math.exp(total / count)
+    return perplexity(total, count)
 
 
 # --------------------------------------------------------------------------- resumable runs
@@ -344,7 +349,7 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
         log(f"{key}: epoch {epoch}/{epochs}, lr {trainer.learning_rate:g}")
         nll, count, seconds, cpu = train_epoch(model, trainer, data, config["steps"], log=log)
         start = time.perf_counter()
-        row = {"epoch": epoch, "lr": learning_rate(epoch, config), "train_ppl": math.exp(nll / count),
+        row = {"epoch": epoch, "lr": learning_rate(epoch, config), "train_ppl": perplexity(nll, count),
                "valid_ppl": stream_perplexity(model, valid_ids),
                "test_ppl": stream_perplexity(model, test_ids),
                "train_tokens": count, "train_seconds": seconds, "train_cpu_seconds": cpu,

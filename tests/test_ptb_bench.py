@@ -310,3 +310,8 @@ def test_measure_times_every_variant(corpus):
             continue                                      # need a fresh process (tested by --speed)
         speed = ptb.measure(variant, vocab, splits["train"], 2, TINY)
         assert all(speed[clock] > 0 and math.isfinite(speed[clock]) for clock in ("wall", "cpu"))
+
+
+def test_a_diverged_loss_is_an_infinite_perplexity_not_a_crash():
+    assert ptb.perplexity(2 * math.log(10), 2) == pytest.approx(10)
+    assert ptb.perplexity(1e6, 10) == math.inf
