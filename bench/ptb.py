@@ -647,8 +647,9 @@ def pattern(records: dict, epochs: int) -> str:
 
 
 def common_epochs(records: dict, epochs: int) -> int:
-    """The most epochs every model that ran has finished (the budget they all had)."""
-    done = [len(r["epochs"]) for r in records.values() if r["epochs"]]
+    """The most epochs every model that ran has finished (the budget they all had); a run
+    that diverged is left out, since it would not be continued."""
+    done = [len(r["epochs"]) for r in records.values() if r["epochs"] and not diverged(r["epochs"][-1], r)]
     return min([epochs] + done) if done else 0
 
 
@@ -661,7 +662,7 @@ def patterns(records: dict, epochs: int) -> str:
     ran = [MODELS[n][1] for n in MODELS if n in records and records[n]["epochs"]]
     lr = ", ".join(sorted({f"{learning_rate(e):g}" for e in range(1, shared + 1)}))
     early = "" if shared > SMALL["decay_after"] else (" An early reading: the learning rate has not "
-                                                      "started to decay, so every model is still improving.")
+                                                      "started to decay yet.")
     return (full + f"\n\n### The same budget for every model: the first {shared} epoch(s)\n\n"
             f"Every run follows the same schedule, so the first {shared} epoch(s) of each (learning rate "
             f"{lr}) are the same budget for all {len(ran)} models that ran.{early}\n\n"

@@ -255,10 +255,13 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     assert "(diverged)" not in text
 
     # a run worse than a uniform guess over its vocabulary is marked as diverged, here and in the verdict
+    # (and a diverged run does not hold the shared budget back: the GRU's 5 epochs become it)
     record = json.loads((runs / "srnn.json").read_text())
     record["vocab"] = 150
+    record["epochs"] += [{**record["epochs"][-1], "epoch": e} for e in range(4, 14)]
     (runs / "srnn.json").write_text(json.dumps(record))
     text = ptb.tables(13, runs)
+    assert "### The same budget for every model: the first 5 epoch(s)" in text
     assert "**200.0** (diverged) |" in text and "| S-RNN (LSTM - GATES) | 200: diverged |" in text
     assert "far behind (criterion: > 20% above the LSTM; the papers: +60 to +68%): **not judged**" in text
     assert ptb.plot_curves(ptb.load_records(runs), tmp_path / "curves.png").stat().st_size > 10_000
