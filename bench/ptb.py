@@ -607,12 +607,12 @@ def pattern(records: dict, epochs: int) -> str:
     lstm = final["lstm"]
     lines = [f"Test perplexity after {epochs} epoch(s), relative to the LSTM's {lstm:.1f}, beside the same "
              "ratio in the papers' PTB tables:", ""]
-    paper = {"srnn": ("ws2", "srnn"), "srnn-lr0.1": ("ws2", "srnn"), "lstm-srnn": ("ws2", "lstm-srnn"), "lstm-srnn-out": ("ws2", "lstm-srnn-out"),
-             "lstm-srnn-hidden": ("ws2", "lstm-srnn-hidden"), "gru": ("ran", "gru"),
-             "ran-identity": ("ran", "ran-identity"), "ran-tanh": ("ran", "ran-tanh")}
     rows = []
-    for name, (source, key) in paper.items():
-        if source == "ws2":
+    for name in MODELS:
+        if name == "lstm":
+            continue
+        key = PAPER_NAME.get(name, name)
+        if key in PUBLISHED["ws2_medium"]:       # the weighted-sum paper's table, else the RAN paper's
             ref = [PUBLISHED[f"ws2_{size}"][key] / float(PUBLISHED[f"ws2_{size}"]["lstm"].split()[0]) - 1
                    for size in ("medium", "large")]
             published = f"{ref[0]:+.0%} (medium), {ref[1]:+.0%} (large)"
