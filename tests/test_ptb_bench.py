@@ -158,6 +158,22 @@ def test_learning_rate_schedule_is_zarembas(tiny_corpus):
     assert [ptb.learning_rate(e, changed) for e in (1, 4, 5, 6)] == pytest.approx([0.1, 0.1, 0.05, 0.025])
 
 
+def test_every_lower_rate_run_is_its_base_model_with_only_the_rate_changed():
+    expected = {f"{base}-lr{lr:g}" for base, rates in ptb.LOWER_LR.items() for lr in rates}
+    assert set(ptb.CHANGED) == expected and "gru-lr0.5" in expected and "ran-tanh-lr0.1" in expected
+    for name in expected:
+        base = ptb.PAPER_NAME[name]
+        assert ptb.MODELS[name][0] == ptb.MODELS[base][0]              # the same cell
+        assert ptb.config_of(name) == {**ptb.SMALL, "lr": ptb.CHANGED[name]["lr"]}
+        assert ptb.MODELS[name][1].endswith(f"learning rate {ptb.CHANGED[name]['lr']:g}")
+    order = list(ptb.MODELS)                                          # each right after its base model
+    for name in expected:
+        base = ptb.PAPER_NAME[name]
+        between = order[order.index(base) + 1:order.index(name)]
+        assert all(ptb.PAPER_NAME.get(n) == base for n in between)
+    assert ptb.MODELS["srnn-lr0.1"][1] == "S-RNN, learning rate 0.1"   # not "S-RNN (LSTM - GATES), ..."
+
+
 class Interrupt(Exception):
     pass
 
@@ -236,6 +252,9 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     assert "Ablations of the S-RNN close to the LSTM" in text and "**does not hold**" in text
     assert "largest gap 17%" in text
     assert "| 13 | 0.00195 | 125.0 / 120.0 |" in text                                     # the per-epoch table
+    assert "GRU as good as the LSTM or better (criterion: at most 10% above it; the RAN paper: -7%" in text
+    assert "**holds** (-2%, learning rate 1) (not yet this far at learning rate 0.5)." in text  # gru 118 vs 120
+    assert "RAN (identity) as good as the LSTM or better" in text and "**holds** (+4%, learning rate 1)" in text
     assert "The same budget for every model" not in text                              # all finished
 
     # runs stopped at different epochs: the shared budget is the shortest run's, read at that epoch
@@ -253,6 +272,24 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     assert "| GRU | not finished |" in text                            # ... and at 13 epochs
     assert "| S-RNN (LSTM - GATES) | srnn | 1,234,567 | 3 of 13 |" in text
     assert "(diverged)" not in text
+
+    # a cell that diverged at rate 1 is judged on its lower-rate run, which says it changed the budget
+    for name, test_ppl in (("ran-tanh", 5000.0), ("ran-tanh-lr0.5", 150.0), ("ran-tanh-lr0.1", 140.0)):
+        rows = [{"epoch": e, "lr": 0.1, "train_ppl": 100.0, "valid_ppl": test_ppl, "test_ppl": test_ppl,
+                 "train_tokens": 1000, "train_seconds": 2.0, "train_cpu_seconds": 1.0, "eval_seconds": 1.0}
+                for e in range(1, 14)]
+        (runs / f"{name}.json").write_text(json.dumps({"model": name, "cell": "ran-tanh", "params": 1,
+                                                       "vocab": 1000, "epochs": rows}))
+    text = ptb.tables(13, runs)
+    assert "RAN (tanh) as good as the LSTM or better" in text
+    assert "**does not hold** (+17%, learning rate 0.1 (a changed budget))" in text      # 140 vs 120
+    assert "| RAN (tanh), learning rate 0.1 |" in text
+    for name in ("ran-tanh-lr0.5", "ran-tanh-lr0.1"):
+        (runs / f"{name}.json").unlink()
+    text = ptb.tables(13, runs)
+    assert "RAN (tanh) as good as the LSTM or better" in text
+    assert "every run of it diverged (not yet this far at learning rate 0.5, 0.1)." in text
+    (runs / "ran-tanh.json").unlink()
 
     # a run worse than a uniform guess over its vocabulary is marked as diverged, here and in the verdict
     # (and a diverged run does not hold the shared budget back: the GRU's 5 epochs become it)
