@@ -39,6 +39,7 @@ train a cell that does not train at Zaremba's learning rate of 1 at a lower one 
     .venv/bin/python bench/ptb.py --models gru,ran-tanh --epochs 3   # the first 3 epochs (resumable to 13)
     .venv/bin/python bench/ptb.py --models lstm,srnn --epochs 1 --max-sentences 500   # smoke test
     .venv/bin/python bench/ptb.py --speed                  # what makes training faster
+    .venv/bin/python bench/ptb.py --state-growth           # why the RANs fail: their memory cell grows
     .venv/bin/python bench/ptb.py --tables-only
 """
 from __future__ import annotations
@@ -276,8 +277,9 @@ def train_epoch(model, trainer, data, steps: int, softmax="segment", max_segment
     return total, count, time.perf_counter() - start, time.process_time() - cpu_start
 
 
-def stream_perplexity(model, ids, steps: int = EVAL_STEPS) -> float:
-    """Perplexity of a split read as one stream, the state carried from start to end."""
+def stream_perplexity(model, ids, steps: int = EVAL_STEPS, after_segment=None) -> float:
+    """Perplexity of a split read as one stream, the state carried from start to end.
+    ``after_segment(tokens_read, state_values)`` is called after every segment."""
     dy = dynet()
     data = columns(ids, 1)
     carried, total, count = None, 0.0, 0
@@ -287,6 +289,8 @@ def stream_perplexity(model, ids, steps: int = EVAL_STEPS) -> float:
         total += loss.value()
         count += inputs.size
         carried = state_values(model, states, 1)
+        if after_segment:
+            after_segment(count, carried)
     return perplexity(total, count)
 
 
@@ -378,6 +382,89 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
         if after_epoch:
             after_epoch(row)
     return record
+
+
+# --------------------------------------------------------------------------- state growth
+# Why the RANs fail under this budget. RAN (tanh) and LSTM - S-RNN - OUT compute the same
+# memory cell (c_t = i_t * W_xu x_t + f_t * c_{t-1}, h_t = tanh(c_t); the RAN adds a bias to
+# W_xu x_t) and differ in what the gates read: tanh(c_{t-1}) in the ablation, c_{t-1} itself
+# in the RAN ([RAN] section 4.3). Zaremba's budget carries the state through a whole epoch
+# (46,479 steps per column) and evaluates each split as one stream, so a cell that nothing
+# bounds can grow for tens of thousands of steps. This measures how large each layer's
+# memory cell gets.
+GROWTH_MODELS = ("lstm", "lstm-srnn-out", "ran-tanh", "ran-tanh-lr0.5")
+GROWTH_EPOCHS = 1          # every model trained this far in its own folder, then measured
+GROWTH_MARKS = (100, 1_000, 10_000)   # tokens read; the end of the split is added
+
+
+def state_growth(model, ids, marks=GROWTH_MARKS) -> dict:
+    """The perplexity of ``ids`` read as one stream and the largest |value| in each layer's
+    memory cell (the last vector of its state: c for the LSTM family and the RANs) once the
+    first ``mark`` tokens are read, for each mark and at the end."""
+    import numpy as np
+    largest = {}
+
+    def note(count, carried):
+        values = [float(np.abs(layer[-1]).max()) for layer in carried]
+        for mark in marks:
+            if mark not in largest and count >= mark:
+                largest[mark] = values
+        largest["end"] = values
+
+    ppl = stream_perplexity(model, ids, after_segment=note)
+    return {"ppl": ppl, "tokens": len(ids) - 1, "max_abs_cell": {str(k): v for k, v in largest.items()}}
+
+
+def measure_growth(names, vocab, splits, epochs=GROWTH_EPOCHS, work=WORK / "growth", log=print) -> dict:
+    """Train each model ``epochs`` epochs in ``work`` (kept apart from the results; the same
+    seed and schedule as the main runs) and measure its memory cell on the valid stream."""
+    result = {"epochs": epochs, "split": "valid", "models": {}}
+    for name in names:
+        model = build_model(name, vocab, config_of(name))
+        record = train_model(name, vocab, splits, epochs, runs=work, work=work, log=log)
+        model.pc.populate(str(Path(work) / name / f"params-e{epochs}.dy"))
+        result["models"][name] = {**state_growth(model, stream(splits["valid"], vocab)),
+                                  "reads": GATES_READ.get(MODELS[name][0], "")}
+        log(f"{name}: valid {record['epochs'][-1]['valid_ppl']:.1f}, "
+            f"largest |c| {result['models'][name]['max_abs_cell']['end']}")
+    return result
+
+
+GATES_READ = {"hand-lstm": "h = o * tanh(c)", "lstm-srnn-out": "h = tanh(c)",
+              "ran-tanh": "c itself", "ran-identity": "c itself"}
+
+
+def growth_table(result: dict) -> str:
+    models = result["models"]
+    marks = sorted(next(iter(models.values()))["max_abs_cell"], key=lambda m: math.inf if m == "end" else int(m))
+    heading = [f"after {int(m):,} tokens" if m != "end" else "at the end" for m in marks]
+    rows = [[MODELS[name][1], m["reads"], f"{m['ppl']:,.1f}"]
+            + [" / ".join(f"{v:,.1f}" for v in m["max_abs_cell"][mark]) for mark in marks]
+            for name, m in models.items()]
+    tokens = next(iter(models.values()))["tokens"]
+    epochs = result["epochs"]
+    text = (f"Each model trained {epochs} epoch{'s' * (epochs != 1)} under its budget (the same seed and "
+            f"schedule as its run above), then the {result['split']} split ({tokens:,} tokens) read as one "
+            "stream, as in the evaluation. The largest |value| in each layer's memory cell c "
+            "(layer 1 / layer 2) as the stream goes on:\n\n"
+            + table(["model", "its gates read the previous", f"{result['split']} ppl"] + heading, rows))
+    largest = {name: max(max(v) for v in m["max_abs_cell"].values()) for name, m in models.items()}
+    squashed = [n for n, m in models.items() if m["reads"] != "c itself"]
+    raw = [n for n, m in models.items() if m["reads"] == "c itself"]
+    if squashed and raw:
+        growing = all(max(models[n]["max_abs_cell"][a]) < max(models[n]["max_abs_cell"][b])
+                      for n in raw for a, b in zip(marks, marks[1:]))
+        text += ("\n\nRAN (tanh) and LSTM - S-RNN - OUT compute the same memory cell "
+                 "(c_t = i_t * W x_t + f_t * c_{t-1}, h_t = tanh(c_t); the RAN adds a bias to W x_t); "
+                 "they differ in what their gates read. At the points measured, where the gates read a "
+                 f"squashed value, no cell exceeds "
+                 f"{max(largest[n] for n in squashed):,.1f}; where they read c itself, every cell reaches "
+                 f"{min(largest[n] for n in raw):,.0f} or more"
+                 + (", and grows at every mark along the stream" if growing else "")
+                 + ": nothing bounds the feedback through the gates. Zaremba's budget carries the state "
+                 "through 46,479 steps per column and epoch and reads each evaluation split as one stream; "
+                 "the RAN paper's batch of 512 would cut PTB's training stream into columns of 1,815 steps.")
+    return text
 
 
 # --------------------------------------------------------------------------- speed
@@ -849,6 +936,10 @@ def tables(epochs: int, runs=RUNS, max_sentences=None) -> str:
              + (f"![valid perplexity after each epoch]({figure.name})\n\n" if figure.exists() else "")
              + curves_table(records, epochs),
              PUBLISHED_TEXT.strip(), SETUP_TEXT.strip()]
+    growth_path = Path(runs) / "state-growth.json"
+    if growth_path.exists():
+        parts.insert(4, "## The RANs under this budget: their memory cell grows with the stream\n\n"
+                     + growth_table(json.loads(growth_path.read_text())))
     speed_path = Path(runs) / "speed.json"
     if speed_path.exists():
         parts.append("## Speed: what makes training faster without changing the model\n\n"
@@ -864,6 +955,9 @@ def main(argv=None):
     parser.add_argument("--max-sentences", type=int, default=None, help="cap every split (smoke tests)")
     parser.add_argument("--tables-only", action="store_true")
     parser.add_argument("--speed", action="store_true", help="time the speed variants, then write the tables")
+    parser.add_argument("--state-growth", action="store_true",
+                        help=f"train {', '.join(GROWTH_MODELS)} {GROWTH_EPOCHS} epoch(s) apart and measure how "
+                             "large their memory cells grow on the valid stream, then write the tables")
     parser.add_argument("--speed-rounds", type=int, default=3)
     parser.add_argument("--speed-segments", type=int, default=8)
     parser.add_argument("--speed-worker", type=int, default=None, help=argparse.SUPPRESS)
@@ -881,6 +975,11 @@ def main(argv=None):
         RUNS.mkdir(parents=True, exist_ok=True)
         _write_json(RUNS / "speed.json", result)
         print(speed_table(result))
+    elif args.state_growth:
+        vocab, splits = load_corpus(args.corpus)
+        result = measure_growth(GROWTH_MODELS, vocab, splits, log=lambda line: print(line, flush=True))
+        RUNS.mkdir(parents=True, exist_ok=True)
+        _write_json(RUNS / "state-growth.json", result)
     elif not args.tables_only:
         vocab, splits = load_corpus(args.corpus, args.max_sentences)
         for name in names:

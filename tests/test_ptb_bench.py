@@ -355,3 +355,42 @@ def test_measure_times_every_variant(corpus):
 def test_a_diverged_loss_is_an_infinite_perplexity_not_a_crash():
     assert ptb.perplexity(2 * math.log(10), 2) == pytest.approx(10)
     assert ptb.perplexity(1e6, 10) == math.inf
+
+
+def test_state_growth_measures_the_memory_cell_along_the_stream(corpus):
+    """A RAN whose gates are open (sigma(10)) and whose content is a constant 0.5 adds
+    a * f^k at every step: its cell after n tokens is sum_{k<n} a f^k, exactly, in both
+    layers, while its output tanh(c) stays below 1."""
+    vocab, splits = corpus
+    model = ptb.build_model("ran-tanh", vocab, TINY)
+    for layer in model.layers:
+        for name, p in layer.params.items():
+            p.set_value(np.full(p.shape(), {"b_i": 10.0, "b_f": 10.0, "b_u": 0.5}.get(name, 0.0)))
+    ids = ptb.stream(splits["train"], vocab)
+    assert len(ids) > 1_001
+    growth = ptb.state_growth(model, ids, marks=(100, 1_000))
+    gate = 1 / (1 + math.exp(-10.0))
+    for mark in (100, 1_000):
+        expected = sum(0.5 * gate * gate ** k for k in range(mark))
+        assert growth["max_abs_cell"][str(mark)] == pytest.approx([expected, expected], rel=1e-4)
+    assert growth["max_abs_cell"]["end"][0] > growth["max_abs_cell"]["1000"][0]
+    assert growth["ppl"] == pytest.approx(ptb.stream_perplexity(model, ids), rel=1e-6)
+    assert growth["tokens"] == len(ids) - 1
+
+
+def test_measure_growth_trains_apart_and_renders(corpus, tmp_path, monkeypatch):
+    vocab, splits = corpus
+    small = {**splits, "valid": splits["valid"][:10]}
+    monkeypatch.setattr(ptb, "config_of", lambda name: TINY)
+    result = ptb.measure_growth(["lstm-srnn-out", "ran-tanh"], vocab, small, epochs=1, work=tmp_path,
+                                log=lambda line: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lstm-srnn-out", "lstm-srnn-out.json", "ran-tanh",
+                                                          "ran-tanh.json"]
+    assert set(result["models"]) == {"lstm-srnn-out", "ran-tanh"}
+    for m in result["models"].values():
+        assert len(m["max_abs_cell"]["end"]) == TINY["layers"] and math.isfinite(m["ppl"])
+    text = ptb.growth_table(result)
+    assert "| RAN (tanh) | c itself |" in text and "| LSTM - S-RNN - OUT | h = tanh(c) |" in text
+    assert "after 100 tokens" in text and "at the end" in text
+    assert text.index("after 100 tokens") < text.index("at the end")
+    assert "where they read c itself, every cell reaches" in text
