@@ -245,6 +245,7 @@ def perplexity(nll: float, count: int) -> float:
 
 def train_epoch(model, trainer, data, steps: int, softmax="segment", max_segments=None, log=None):
     """One pass over the columns; returns (total nll, predictions, wall seconds, CPU seconds).
+    A loss that is not a finite number ends the pass early, with a total nll of inf.
 
     CPU seconds (this process's) are what the work cost; on a shared machine the
     wall clock also counts the time other programs held the core.
@@ -261,11 +262,12 @@ def train_epoch(model, trainer, data, steps: int, softmax="segment", max_segment
         dy.renew_cg()
         loss, states = segment_loss(model, inputs, targets, carried, softmax)
         value = loss.value()
-        if not math.isfinite(value):
-            raise FloatingPointError(f"the training loss became {value} at segment {k}: the run "
-                                     "diverged (lower the learning rate or check the clipping)")
         total += value
         count += inputs.size
+        if not math.isfinite(value):      # diverged: no update from a loss that is not a number
+            if log:
+                log(f"    the training loss became {value} at segment {k + 1}: the run diverged")
+            return math.inf, count, time.perf_counter() - start, time.process_time() - cpu_start
         (loss * (1.0 / batch)).backward()
         trainer.update()
         carried = state_values(model, states, batch)
@@ -341,6 +343,10 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
             raise ValueError(f"{record_path} was trained with {saved.get('config')}, not {settings}: "
                              "move it away to start again")
         checkpoint = checkpoint_of(len(saved["epochs"]))
+        if saved["epochs"] and diverged(saved["epochs"][-1], saved):
+            log(f"{key}: diverged in epoch {len(saved['epochs'])}, not continued (move {record_path} "
+                "away to train it again)")
+            return saved
         if saved["epochs"] and checkpoint.exists():
             record = saved
             model.pc.populate(str(checkpoint))
@@ -381,6 +387,9 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
             f"{row['eval_seconds'] / 60:.1f} min")
         if after_epoch:
             after_epoch(row)
+        if diverged(row, record):
+            log(f"{key}: diverged (worse than a uniform guess); not continued")
+            break
     return record
 
 
@@ -640,8 +649,9 @@ def _params(record: dict) -> str:
 
 
 def diverged(row: dict, record: dict) -> bool:
-    """Worse than guessing every word uniformly: the run has diverged."""
-    return row["test_ppl"] > record.get("vocab", math.inf)
+    """Worse than guessing every word uniformly, or a training loss that stopped being a
+    number: the run has diverged."""
+    return row["test_ppl"] > record.get("vocab", math.inf) or not math.isfinite(row.get("train_ppl", 0))
 
 
 def results_table(records: dict, epochs: int) -> str:
@@ -714,8 +724,11 @@ def pattern(records: dict, epochs: int) -> str:
             published = f"{ref[0]:+.0%} (medium), {ref[1]:+.0%} (large)"
         else:
             published = f"{PUBLISHED['ran'][key] / PUBLISHED['ran']['lstm'] - 1:+.0%} (RAN Table 1)"
-        if name not in final:
-            here = "not finished"
+        if name not in records or not records[name]["epochs"]:
+            here = "not run"
+        elif name not in final:
+            done = records[name]["epochs"]
+            here = f"only {len(done)} of {epochs} epochs" + (" (diverged)" if diverged(done[-1], records[name]) else "")
         elif diverged(records[name]["epochs"][epochs - 1], records[name]):
             here = f"{final[name]:,.0f}: diverged"
         else:
@@ -751,13 +764,16 @@ def _additive_verdict(base: str, final: dict, records: dict, epochs: int) -> str
     family = [base] + [c for c in CHANGED if PAPER_NAME[c] == base]
     tried = [n for n in family if n in final]
     trained = [n for n in tried if not diverged(records[n]["epochs"][epochs - 1], records[n])]
-    missing = [f"{config_of(n)['lr']:g}" for n in family if n not in final]
+    stopped = [n for n in family if n not in final and records.get(n, {}).get("epochs")
+               and diverged(records[n]["epochs"][-1], records[n])]      # diverged before this epoch
+    missing = [f"{config_of(n)['lr']:g}" for n in family if n not in final and n not in stopped]
     pending = f" (not yet this far at learning rate {', '.join(missing)})" if missing else ""
     claim = (f"{MODELS[base][1]} as good as the LSTM or better (criterion: at most 10% above it; "
              f"the RAN paper: {PUBLISHED['ran'][base] / PUBLISHED['ran']['lstm'] - 1:+.0%}, with Adam "
              "and dropout): ")
     if not tried:
-        return claim + "not finished."
+        return claim + ("**not judged**: every run of it so far diverged" + pending + "." if stopped
+                        else "not finished.")
     if not trained:
         return claim + "**not judged**: every run of it diverged" + pending + "."
     best = min(trained, key=lambda n: final[n])
@@ -768,10 +784,15 @@ def _additive_verdict(base: str, final: dict, records: dict, epochs: int) -> str
 
 
 def common_epochs(records: dict, epochs: int) -> int:
-    """The most epochs every model that ran has finished (the budget they all had); a run
-    that diverged is left out, since it would not be continued."""
-    done = [len(r["epochs"]) for r in records.values() if r["epochs"] and not diverged(r["epochs"][-1], r)]
-    return min([epochs] + done) if done else 0
+    """The most epochs every cell has had in one of its runs (the budget they all had): each
+    cell counts its longest run at any learning rate; a run that diverged is left out, since
+    it would not be continued."""
+    longest = {}
+    for name, r in records.items():
+        if r["epochs"] and not diverged(r["epochs"][-1], r):
+            base = PAPER_NAME.get(name, name)
+            longest[base] = max(longest.get(base, 0), len(r["epochs"]))
+    return min([epochs] + list(longest.values())) if longest else 0
 
 
 def patterns(records: dict, epochs: int) -> str:

@@ -269,7 +269,8 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     assert "learning rate 1)" in text and "has not started to decay" in text
     assert "| S-RNN (LSTM - GATES) | 200.0 (+67%) |" in text           # srnn epoch 3 vs lstm's 120.0
     assert "| GRU | 178.0 (+48%) |" in text                            # gru epoch 3: 118 + 20 + 40
-    assert "| GRU | not finished |" in text                            # ... and at 13 epochs
+    assert "| GRU | only 5 of 13 epochs |" in text                     # ... and at 13 epochs
+    assert "| RAN (tanh), learning rate 0.5 | not run |" in text
     assert "| S-RNN (LSTM - GATES) | srnn | 1,234,567 | 3 of 13 |" in text
     assert "(diverged)" not in text
 
@@ -289,6 +290,12 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     text = ptb.tables(13, runs)
     assert "RAN (tanh) as good as the LSTM or better" in text
     assert "every run of it diverged (not yet this far at learning rate 0.5, 0.1)." in text
+    record = json.loads((runs / "ran-tanh.json").read_text())       # diverged in its first epoch
+    record["epochs"] = record["epochs"][:1]
+    (runs / "ran-tanh.json").write_text(json.dumps(record))
+    text = ptb.tables(13, runs)
+    assert "| RAN (tanh) | only 1 of 13 epochs (diverged) |" in text
+    assert "every run of it so far diverged (not yet this far at learning rate 0.5, 0.1)." in text
     (runs / "ran-tanh.json").unlink()
 
     # a run worse than a uniform guess over its vocabulary is marked as diverged, here and in the verdict
@@ -394,3 +401,38 @@ def test_measure_growth_trains_apart_and_renders(corpus, tmp_path, monkeypatch):
     assert "after 100 tokens" in text and "at the end" in text
     assert text.index("after 100 tokens") < text.index("at the end")
     assert "where they read c itself, every cell reaches" in text
+
+
+def test_the_shared_budget_counts_each_cell_by_its_longest_run():
+    """A cell abandoned at one learning rate and run on at another is compared at the epochs of
+    the longer run; a diverged run never holds the shared budget back."""
+    def record(n, ppl=100.0):
+        return {"vocab": 1000, "epochs": [{"test_ppl": ppl}] * n}
+
+    records = {"lstm": record(13), "gru": record(3), "gru-lr0.5": record(9), "ran-tanh-lr0.1": record(1),
+               "ran-tanh-lr0.5": record(13), "srnn": record(3, ppl=1e6)}
+    assert ptb.common_epochs(records, 13) == 9
+    records["srnn-lr0.1"] = record(4)
+    assert ptb.common_epochs(records, 13) == 4
+    assert ptb.common_epochs({"srnn": record(3, ppl=1e6)}, 13) == 0
+
+
+def test_a_diverged_run_is_recorded_and_not_continued(corpus, tmp_path, monkeypatch):
+    vocab, splits = corpus
+    model = ptb.build_model("lstm", vocab, TINY)
+    model.embeddings.init_from_array(np.full(model.embeddings.shape(), np.nan))
+    trainer = dy.SimpleSGDTrainer(model.pc, 1.0)
+    data = ptb.columns(ptb.stream(splits["train"], vocab), TINY["batch"])
+    before = model.W_hs.as_array().copy()
+    nll, count, _, _ = ptb.train_epoch(model, trainer, data, TINY["steps"])
+    assert nll == math.inf and count == TINY["batch"] * TINY["steps"]      # stopped after one segment
+    assert np.array_equal(model.W_hs.as_array(), before)                    # and never updated from it
+
+    calls = []
+    monkeypatch.setattr(ptb, "train_epoch", lambda *a, **k: calls.append(1) or (math.inf, 10, 1.0, 1.0))
+    where = {"runs": tmp_path / "results", "work": tmp_path / "work", "log": lambda line: None}
+    record = ptb.train_model("lstm", vocab, splits, 3, TINY, **where)
+    assert len(calls) == 1 and len(record["epochs"]) == 1                  # stopped in epoch 1 of 3
+    assert record["epochs"][0]["train_ppl"] == math.inf and ptb.diverged(record["epochs"][0], record)
+    again = ptb.train_model("lstm", vocab, splits, 3, TINY, **where)
+    assert len(calls) == 1 and again == json.loads((tmp_path / "results" / "lstm.json").read_text())
