@@ -766,21 +766,25 @@ def _additive_verdict(base: str, final: dict, records: dict, epochs: int) -> str
     trained = [n for n in tried if not diverged(records[n]["epochs"][epochs - 1], records[n])]
     stopped = [n for n in family if n not in final and records.get(n, {}).get("epochs")
                and diverged(records[n]["epochs"][-1], records[n])]      # diverged before this epoch
-    missing = [f"{config_of(n)['lr']:g}" for n in family if n not in final and n not in stopped]
-    pending = f" (not yet this far at learning rate {', '.join(missing)})" if missing else ""
+    others = []                                                         # the runs short of this epoch
+    for n in family:
+        done = records.get(n, {}).get("epochs") or []
+        if n not in final:
+            others.append(f"{config_of(n)['lr']:g}, " + ("not run" if not done else f"diverged in epoch "
+                          f"{len(done)}" if n in stopped else f"{len(done)} of {epochs} epochs"))
+    elsewhere = f" Other runs: learning rate {'; '.join(others)}." if others else ""
     claim = (f"{MODELS[base][1]} as good as the LSTM or better (criterion: at most 10% above it; "
              f"the RAN paper: {PUBLISHED['ran'][base] / PUBLISHED['ran']['lstm'] - 1:+.0%}, with Adam "
              "and dropout): ")
     if not tried:
-        return claim + ("**not judged**: every run of it so far diverged" + pending + "." if stopped
-                        else "not finished.")
+        return claim + ("**not judged**: every run of it so far diverged." if stopped else "not finished.") + elsewhere
     if not trained:
-        return claim + "**not judged**: every run of it diverged" + pending + "."
+        return claim + "**not judged**: every run of it diverged." + elsewhere
     best = min(trained, key=lambda n: final[n])
     holds = final[best] <= 1.1 * lstm
-    at = f"learning rate {config_of(best)['lr']:g}" + (" (a changed budget)" if best in CHANGED else "")
-    return (claim + f"**{'holds' if holds else 'does not hold'}** ({final[best] / lstm - 1:+.0%}, {at})"
-            + pending + ".")
+    at = f"learning rate {config_of(best)['lr']:g}" + (", a changed budget" if best in CHANGED else "")
+    return (claim + f"**{'holds' if holds else 'does not hold'}** ({final[best] / lstm - 1:+.0%} at {at})."
+            + elsewhere)
 
 
 def common_epochs(records: dict, epochs: int) -> int:
@@ -807,7 +811,7 @@ def patterns(records: dict, epochs: int) -> str:
                                                       "started to decay yet.")
     return (full + f"\n\n### The same budget for every model: the first {shared} epoch(s)\n\n"
             f"Every run follows the same schedule, so the first {shared} epoch(s) of each (learning rate "
-            f"{lr}) are the same budget for all {len(ran)} models that ran.{early}\n\n"
+            f"{lr}) are the same budget for all {len(ran)} runs.{early}\n\n"
             + pattern(records, shared))
 
 

@@ -253,8 +253,8 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     assert "largest gap 17%" in text
     assert "| 13 | 0.00195 | 125.0 / 120.0 |" in text                                     # the per-epoch table
     assert "GRU as good as the LSTM or better (criterion: at most 10% above it; the RAN paper: -7%" in text
-    assert "**holds** (-2%, learning rate 1) (not yet this far at learning rate 0.5)." in text  # gru 118 vs 120
-    assert "RAN (identity) as good as the LSTM or better" in text and "**holds** (+4%, learning rate 1)" in text
+    assert "**holds** (-2% at learning rate 1). Other runs: learning rate 0.5, not run." in text  # gru 118 vs 120
+    assert "RAN (identity) as good as the LSTM or better" in text and "**holds** (+4% at learning rate 1)." in text
     assert "The same budget for every model" not in text                              # all finished
 
     # runs stopped at different epochs: the shared budget is the shortest run's, read at that epoch
@@ -283,19 +283,19 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
                                                        "vocab": 1000, "epochs": rows}))
     text = ptb.tables(13, runs)
     assert "RAN (tanh) as good as the LSTM or better" in text
-    assert "**does not hold** (+17%, learning rate 0.1 (a changed budget))" in text      # 140 vs 120
+    assert "**does not hold** (+17% at learning rate 0.1, a changed budget)." in text      # 140 vs 120
     assert "| RAN (tanh), learning rate 0.1 |" in text
     for name in ("ran-tanh-lr0.5", "ran-tanh-lr0.1"):
         (runs / f"{name}.json").unlink()
     text = ptb.tables(13, runs)
     assert "RAN (tanh) as good as the LSTM or better" in text
-    assert "every run of it diverged (not yet this far at learning rate 0.5, 0.1)." in text
+    assert "every run of it diverged. Other runs: learning rate 0.5, not run; 0.1, not run." in text
     record = json.loads((runs / "ran-tanh.json").read_text())       # diverged in its first epoch
     record["epochs"] = record["epochs"][:1]
     (runs / "ran-tanh.json").write_text(json.dumps(record))
     text = ptb.tables(13, runs)
     assert "| RAN (tanh) | only 1 of 13 epochs (diverged) |" in text
-    assert "every run of it so far diverged (not yet this far at learning rate 0.5, 0.1)." in text
+    assert "every run of it so far diverged. Other runs: learning rate 1, diverged in epoch 1; 0.5, not run; 0.1, not run." in text
     (runs / "ran-tanh.json").unlink()
 
     # a run worse than a uniform guess over its vocabulary is marked as diverged, here and in the verdict
