@@ -401,7 +401,7 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
 # (46,479 steps per column) and evaluates each split as one stream, so a cell that nothing
 # bounds can grow for tens of thousands of steps. This measures how large each layer's
 # memory cell gets.
-GROWTH_MODELS = ("lstm", "lstm-srnn-out", "ran-tanh", "ran-tanh-lr0.5")
+GROWTH_MODELS = ("lstm", "lstm-srnn-out", "ran-tanh", "ran-tanh-lr0.5", "ran-identity-lr0.5")
 GROWTH_EPOCHS = 1          # every model trained this far in its own folder, then measured
 GROWTH_MARKS = (100, 1_000, 10_000)   # tokens read; the end of the split is added
 
@@ -432,22 +432,23 @@ def measure_growth(names, vocab, splits, epochs=GROWTH_EPOCHS, work=WORK / "grow
         model = build_model(name, vocab, config_of(name))
         record = train_model(name, vocab, splits, epochs, runs=work, work=work, log=log)
         model.pc.populate(str(Path(work) / name / f"params-e{epochs}.dy"))
-        result["models"][name] = {**state_growth(model, stream(splits["valid"], vocab)),
-                                  "reads": GATES_READ.get(MODELS[name][0], "")}
+        result["models"][name] = state_growth(model, stream(splits["valid"], vocab))
         log(f"{name}: valid {record['epochs'][-1]['valid_ppl']:.1f}, "
             f"largest |c| {result['models'][name]['max_abs_cell']['end']}")
     return result
 
 
-GATES_READ = {"hand-lstm": "h = o * tanh(c)", "lstm-srnn-out": "h = tanh(c)",
-              "ran-tanh": "c itself", "ran-identity": "c itself"}
+# cell -> (what its gates read of the previous state, its output h_t)
+WIRING = {"hand-lstm": ("h = o * tanh(c)", "o * tanh(c)"), "lstm-srnn-out": ("h = tanh(c)", "tanh(c)"),
+          "ran-tanh": ("c itself", "tanh(c)"), "ran-identity": ("c itself", "c itself")}
 
 
 def growth_table(result: dict) -> str:
     models = result["models"]
+    wiring = {name: WIRING[MODELS[name][0]] for name in models}
     marks = sorted(next(iter(models.values()))["max_abs_cell"], key=lambda m: math.inf if m == "end" else int(m))
     heading = [f"after {int(m):,} tokens" if m != "end" else "at the end" for m in marks]
-    rows = [[MODELS[name][1], m["reads"], f"{m['ppl']:,.1f}"]
+    rows = [[MODELS[name][1], *wiring[name], f"{m['ppl']:,.1f}"]
             + [" / ".join(f"{v:,.1f}" for v in m["max_abs_cell"][mark]) for mark in marks]
             for name, m in models.items()]
     tokens = next(iter(models.values()))["tokens"]
@@ -456,23 +457,29 @@ def growth_table(result: dict) -> str:
             f"schedule as its run above), then the {result['split']} split ({tokens:,} tokens) read as one "
             "stream, as in the evaluation. The largest |value| in each layer's memory cell c "
             "(layer 1 / layer 2) as the stream goes on:\n\n"
-            + table(["model", "its gates read the previous", f"{result['split']} ppl"] + heading, rows))
+            + table(["model", "its gates read the previous", "its output h", f"{result['split']} ppl"]
+                    + heading, rows))
     largest = {name: max(max(v) for v in m["max_abs_cell"].values()) for name, m in models.items()}
-    squashed = [n for n, m in models.items() if m["reads"] != "c itself"]
-    raw = [n for n, m in models.items() if m["reads"] == "c itself"]
-    if squashed and raw:
+    squashed = [n for n in models if wiring[n][0] != "c itself"]
+    ran_tanh = [n for n in models if wiring[n] == ("c itself", "tanh(c)")]
+    ran_identity = [n for n in models if wiring[n] == ("c itself", "c itself")]
+    if squashed and ran_tanh:
         growing = all(max(models[n]["max_abs_cell"][a]) < max(models[n]["max_abs_cell"][b])
-                      for n in raw for a, b in zip(marks, marks[1:]))
+                      for n in ran_tanh for a, b in zip(marks, marks[1:]))
         text += ("\n\nRAN (tanh) and LSTM - S-RNN - OUT compute the same memory cell "
                  "(c_t = i_t * W x_t + f_t * c_{t-1}, h_t = tanh(c_t); the RAN adds a bias to W x_t); "
-                 "they differ in what their gates read. At the points measured, where the gates read a "
-                 f"squashed value, no cell exceeds "
-                 f"{max(largest[n] for n in squashed):,.1f}; where they read c itself, every cell reaches "
-                 f"{min(largest[n] for n in raw):,.0f} or more"
-                 + (", and grows at every mark along the stream" if growing else "")
-                 + ": nothing bounds the feedback through the gates. Zaremba's budget carries the state "
-                 "through 46,479 steps per column and epoch and reads each evaluation split as one stream; "
-                 "the RAN paper's batch of 512 would cut PTB's training stream into columns of 1,815 steps.")
+                 "they differ in what their gates read. At the points measured, the cells whose gates "
+                 f"read a squashed value reach at most {max(largest[n] for n in squashed):,.1f}; the RAN "
+                 f"(tanh)'s reach {min(largest[n] for n in ran_tanh):,.0f} or more"
+                 + (", growing at every mark along the stream" if growing else "") + ". A likely reading: "
+                 "its output tanh(c) saturates, so once c is large the loss no longer sees how large, "
+                 "while the gates, which read c itself, keep feeding it.")
+        if ran_identity:
+            text += (" The RAN (identity) has the same gates but outputs c itself, so the softmax sees "
+                     f"every unit of it: its cell reaches at most {max(largest[n] for n in ran_identity):,.1f}.")
+        text += (" Zaremba's budget carries the state through 46,479 steps per column and epoch and reads "
+                 "each evaluation split as one stream; the RAN paper's batch of 512 would cut PTB's training "
+                 "stream into columns of 1,815 steps.")
     return text
 
 
@@ -963,7 +970,7 @@ def tables(epochs: int, runs=RUNS, max_sentences=None) -> str:
              PUBLISHED_TEXT.strip(), SETUP_TEXT.strip()]
     growth_path = Path(runs) / "state-growth.json"
     if growth_path.exists():
-        parts.insert(4, "## The RANs under this budget: their memory cell grows with the stream\n\n"
+        parts.insert(4, "## The RANs under this budget: how large the memory cell grows along the stream\n\n"
                      + growth_table(json.loads(growth_path.read_text())))
     speed_path = Path(runs) / "speed.json"
     if speed_path.exists():

@@ -397,10 +397,12 @@ def test_measure_growth_trains_apart_and_renders(corpus, tmp_path, monkeypatch):
     for m in result["models"].values():
         assert len(m["max_abs_cell"]["end"]) == TINY["layers"] and math.isfinite(m["ppl"])
     text = ptb.growth_table(result)
-    assert "| RAN (tanh) | c itself |" in text and "| LSTM - S-RNN - OUT | h = tanh(c) |" in text
+    assert "| RAN (tanh) | c itself | tanh(c) |" in text and "| LSTM - S-RNN - OUT | h = tanh(c) | tanh(c) |" in text
     assert "after 100 tokens" in text and "at the end" in text
     assert text.index("after 100 tokens") < text.index("at the end")
-    assert "where they read c itself, every cell reaches" in text
+    largest = max(max(v) for v in result["models"]["lstm-srnn-out"]["max_abs_cell"].values())
+    assert f"read a squashed value reach at most {largest:,.1f}; the RAN (tanh)'s reach" in text
+    assert "RAN (identity) has the same gates" not in text                 # not measured here
 
 
 def test_the_shared_budget_counts_each_cell_by_its_longest_run():
