@@ -343,9 +343,9 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
             raise ValueError(f"{record_path} was trained with {saved.get('config')}, not {settings}: "
                              "move it away to start again")
         checkpoint = checkpoint_of(len(saved["epochs"]))
-        if saved["epochs"] and diverged(saved["epochs"][-1], saved):
-            log(f"{key}: diverged in epoch {len(saved['epochs'])}, not continued (move {record_path} "
-                "away to train it again)")
+        if saved["epochs"] and failed_in_training(saved["epochs"][-1], saved):
+            log(f"{key}: failed in training in epoch {len(saved['epochs'])}, not continued (move "
+                f"{record_path} away to train it again)")
             return saved
         if saved["epochs"] and checkpoint.exists():
             record = saved
@@ -387,8 +387,8 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
             f"{row['eval_seconds'] / 60:.1f} min")
         if after_epoch:
             after_epoch(row)
-        if diverged(row, record):
-            log(f"{key}: diverged (worse than a uniform guess); not continued")
+        if failed_in_training(row, record):
+            log(f"{key}: the training loss or the valid perplexity diverged; not continued")
             break
     return record
 
@@ -443,7 +443,9 @@ WIRING = {"hand-lstm": ("h = o * tanh(c)", "o * tanh(c)"), "lstm-srnn-out": ("h 
           "ran-tanh": ("c itself", "tanh(c)"), "ran-identity": ("c itself", "c itself")}
 
 
-def growth_table(result: dict) -> str:
+def growth_table(result: dict, records=None) -> str:
+    """The growth measurement as a table and what it shows; ``records`` (the runs) add what
+    became of a RAN (identity) run later on."""
     models = result["models"]
     wiring = {name: WIRING[MODELS[name][0]] for name in models}
     marks = sorted(next(iter(models.values()))["max_abs_cell"], key=lambda m: math.inf if m == "end" else int(m))
@@ -477,6 +479,15 @@ def growth_table(result: dict) -> str:
         if ran_identity:
             text += (" The RAN (identity) has the same gates but outputs c itself, so the softmax sees "
                      f"every unit of it: its cell reaches at most {max(largest[n] for n in ran_identity):,.1f}.")
+            for name in ran_identity:
+                rows_ = (records or {}).get(name, {}).get("epochs", [])
+                gone = {split: next((r["epoch"] for r in rows_ if not math.isfinite(r[f"{split}_ppl"])), None)
+                        for split in ("test", "valid")}
+                if gone["test"]:
+                    text += (f" That holds only while training keeps it so: the same run ({MODELS[name][1]}) "
+                             f"reached an infinite perplexity on the test stream after epoch {gone['test']}"
+                             + (f" and on the valid stream after epoch {gone['valid']}" if gone["valid"] else "")
+                             + "; nothing in the cell itself bounds it.")
         text += (" Zaremba's budget carries the state through 46,479 steps per column and epoch and reads "
                  "each evaluation split as one stream; the RAN paper's batch of 512 would cut PTB's training "
                  "stream into columns of 1,815 steps.")
@@ -653,6 +664,13 @@ def _params(record: dict) -> str:
     # embeddings (vocab x embed) and the softmax layer (vocab x hidden + vocab biases)
     recurrent = total - vocab * config["embed"] - vocab * (config["hidden"] + 1)
     return f"{total:,} ({recurrent:,})"
+
+
+def failed_in_training(row: dict, record: dict) -> bool:
+    """A training loss that stopped being a number, or a valid perplexity worse than a uniform
+    guess: the run is not continued. Only the training and valid splits decide that; the test
+    split is for reporting (a model can overflow on it alone, as RAN (identity) did)."""
+    return row["valid_ppl"] > record.get("vocab", math.inf) or not math.isfinite(row.get("train_ppl", 0))
 
 
 def diverged(row: dict, record: dict) -> bool:
@@ -984,7 +1002,7 @@ def tables(epochs: int, runs=RUNS, max_sentences=None) -> str:
     growth_path = Path(runs) / "state-growth.json"
     if growth_path.exists():
         parts.insert(4, "## The RANs under this budget: how large the memory cell grows along the stream\n\n"
-                     + growth_table(json.loads(growth_path.read_text())))
+                     + growth_table(json.loads(growth_path.read_text()), records))
     speed_path = Path(runs) / "speed.json"
     if speed_path.exists():
         parts.append("## Speed: what makes training faster without changing the model\n\n"

@@ -438,3 +438,26 @@ def test_a_diverged_run_is_recorded_and_not_continued(corpus, tmp_path, monkeypa
     assert record["epochs"][0]["train_ppl"] == math.inf and ptb.diverged(record["epochs"][0], record)
     again = ptb.train_model("lstm", vocab, splits, 3, TINY, **where)
     assert len(calls) == 1 and again == json.loads((tmp_path / "results" / "lstm.json").read_text())
+
+    # a test perplexity that overflows is reported as diverged but does not stop training:
+    # only the training and valid splits decide whether a run goes on
+    row = {"train_ppl": 80.0, "valid_ppl": 140.0, "test_ppl": math.inf}
+    assert ptb.diverged(row, {"vocab": 1000}) and not ptb.failed_in_training(row, {"vocab": 1000})
+    assert ptb.failed_in_training({**row, "valid_ppl": 2000.0}, {"vocab": 1000})
+
+
+def test_growth_table_says_what_became_of_the_identity_ran():
+    def measured(largest):
+        return {"ppl": 150.0, "tokens": 5000, "max_abs_cell": {"100": [1.0, largest / 10], "end": [2.0, largest]}}
+
+    result = {"epochs": 1, "split": "valid", "models": {
+        "lstm-srnn-out": measured(9.0), "ran-tanh": measured(50_000.0), "ran-identity-lr0.5": measured(3.0)}}
+    text = ptb.growth_table(result)
+    assert "reach at most 9.0; the RAN (tanh)'s reach 50,000 or more, growing at every mark" in text
+    assert "The RAN (identity) has the same gates but outputs c itself" in text and "at most 3.0." in text
+    assert "infinite perplexity" not in text
+    rows = [{"epoch": e, "valid_ppl": v, "test_ppl": t} for e, v, t in
+            ((1, 200.0, 190.0), (2, 150.0, math.inf), (3, math.inf, math.inf))]
+    text = ptb.growth_table(result, {"ran-identity-lr0.5": {"epochs": rows}})
+    assert ("reached an infinite perplexity on the test stream after epoch 2 and on the valid stream after "
+            "epoch 3; nothing in the cell itself bounds it.") in text
