@@ -666,17 +666,20 @@ def _params(record: dict) -> str:
     return f"{total:,} ({recurrent:,})"
 
 
+def _broken(ppl: float, row: dict, record: dict) -> bool:
+    """Worse than guessing every word uniformly, or a training loss that stopped being a number."""
+    return ppl > record.get("vocab", math.inf) or not math.isfinite(row.get("train_ppl", 0))
+
+
 def failed_in_training(row: dict, record: dict) -> bool:
-    """A training loss that stopped being a number, or a valid perplexity worse than a uniform
-    guess: the run is not continued. Only the training and valid splits decide that; the test
+    """The run is not continued. Only the training and valid splits decide that; the test
     split is for reporting (a model can overflow on it alone, as RAN (identity) did)."""
-    return row["valid_ppl"] > record.get("vocab", math.inf) or not math.isfinite(row.get("train_ppl", 0))
+    return _broken(row["valid_ppl"], row, record)
 
 
 def diverged(row: dict, record: dict) -> bool:
-    """Worse than guessing every word uniformly, or a training loss that stopped being a
-    number: the run has diverged."""
-    return row["test_ppl"] > record.get("vocab", math.inf) or not math.isfinite(row.get("train_ppl", 0))
+    """What the tables report: the run has diverged on the test split."""
+    return _broken(row["test_ppl"], row, record)
 
 
 def results_table(records: dict, epochs: int) -> str:
@@ -997,12 +1000,12 @@ def tables(epochs: int, runs=RUNS, max_sentences=None) -> str:
              "## Does the papers' pattern hold?\n\n" + patterns(records, epochs),
              "## Valid / test perplexity after each epoch\n\n"
              + (f"![valid perplexity after each epoch]({figure.name})\n\n" if figure.exists() else "")
-             + curves_table(records, epochs),
-             PUBLISHED_TEXT.strip(), SETUP_TEXT.strip()]
+             + curves_table(records, epochs)]
     growth_path = Path(runs) / "state-growth.json"
     if growth_path.exists():
-        parts.insert(4, "## The RANs under this budget: how large the memory cell grows along the stream\n\n"
+        parts.append("## The RANs under this budget: how large the memory cell grows along the stream\n\n"
                      + growth_table(json.loads(growth_path.read_text()), records))
+    parts += [PUBLISHED_TEXT.strip(), SETUP_TEXT.strip()]
     speed_path = Path(runs) / "speed.json"
     if speed_path.exists():
         parts.append("## Speed: what makes training faster without changing the model\n\n"
