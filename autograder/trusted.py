@@ -4,8 +4,10 @@ For one submitted notebook: read it (a corrupt file is a failed submission with
 its reason, never a crash), take the answer cells by their grade_id, run them
 with the chapter's probes in the confined sandbox (:mod:`autograder.sandbox`;
 CPU time, memory, file size and wall time limited), and judge the returned
-numbers here against the reference. A test cell's points are earned when every
-check its hidden tests name passes. Test cells and points come from the
+numbers here against the reference. A test cell's points are split over the
+checks its hidden tests name (``points=`` in each ``check(...)`` call, the rest
+shared equally; :func:`autograder.reference.grading.split_points`), and each
+check that passes earns its share. Test cells and points come from the
 instructors' solution notebook, so editing them in a submission changes nothing.
 """
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import re
 import resource
 import shutil
 import signal
@@ -30,7 +31,6 @@ from autograder.probes import from_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
-CHECK_CALL = re.compile(r"""check\(\s*["']([\w.\-]+)["']""")
 
 
 @dataclass
@@ -69,11 +69,13 @@ class Spec:
     answers: list            # grade_ids of answer cells, in order
     tests: list              # (grade_id, points, [check names])
     manual: list             # grade_ids of manually graded cells
+    shares: dict = field(default_factory=dict)   # grade_id -> {check name: its points}
 
 
 def spec_of(solution_path: Path) -> Spec:
+    from autograder.reference.grading import check_calls, split_points
     nb = nbformat.read(solution_path, as_version=4)
-    answers, tests, manual = [], [], []
+    answers, tests, manual, shares = [], [], [], {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution") and meta.get("grade"):
@@ -81,8 +83,10 @@ def spec_of(solution_path: Path) -> Spec:
         elif meta.get("solution") and cell.cell_type == "code":
             answers.append(meta["grade_id"])
         elif meta.get("grade"):
-            tests.append((meta["grade_id"], float(meta.get("points", 0)), CHECK_CALL.findall(cell.source)))
-    return Spec(answers, tests, manual)
+            calls = check_calls(cell.source)
+            tests.append((meta["grade_id"], float(meta.get("points", 0)), [name for name, _ in calls]))
+            shares[meta["grade_id"]] = split_points(tests[-1][1], calls)
+    return Spec(answers, tests, manual, shares)
 
 
 def read_submission(path: Path):
@@ -254,8 +258,7 @@ def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
                 score.checks[name] = ["not graded: the submission's code was stopped (see the notes)"]
             else:
                 score.checks[name] = [errors.get(name, "not run")]
-        if cell_checks and all(not problems for problems in score.checks.values()):
-            score.points = points
+        score.points = sum(share for name, share in spec.shares[gid].items() if not score.checks[name])
         result.cells.append(asdict(score))
     result.score = sum(c["points"] for c in result.cells)
     return result

@@ -6,10 +6,10 @@ import textwrap
 import pytest
 
 from autograder import landlock, trusted
-from autograder.reference import cells, grading
+from autograder.reference import cells, steps
 from tests.conftest import ROOT
 
-CHECK = grading.step_check("test.gru_step", "gru_step", lambda: cells.GRU)
+CHECK = steps.gradients_check("test.gru_step", "gru_step", "gru", seed=20261122)
 LIMITS = trusted.Limits(wall_s=30, cpu_s=30, memory_mb=3000)
 
 
