@@ -12,8 +12,8 @@ source substitution in one answer cell. For each:
    fails with the message the table quotes, and so does the visible part of every
    test cell that loses points: no slip passes visibly and then fails hidden.
 
-The README's table is rendered from ``SLIPS`` (``python -m tests.test_slips``
-prints it) and a test keeps the two the same.
+The README's tables are rendered from ``SLIPS`` and the solutions' points
+(``python -m tests.test_slips`` prints them) and a test keeps them the same.
 """
 from __future__ import annotations
 
@@ -373,10 +373,24 @@ def test_a_cell_splits_its_points_as_its_calls_say():
         split_points(3, [("ch05.a", 2.0)])
 
 
-def test_the_readme_table_is_this_one():
+def points_table() -> str:
+    """Each test cell's points and their split over its checks, chapters 02-09."""
+    lines = ["| chapter | test cell: points = check points + ... | total |", "|---|---|---|"]
+    for path in sorted((ROOT / "solutions").glob("0[2-9]_*.ipynb")):
+        spec = trusted.spec_of(path)
+        cells = "; ".join(f"`{gid}` {points:g} = " + " + ".join(f"{name.split('.')[1]} {share:g}"
+                                                              for name, share in spec.shares[gid].items())
+                          for gid, points, _ in spec.tests)
+        lines.append(f"| {path.stem} | {cells} | {sum(points for _, points, _ in spec.tests):g} |")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_readme_tables_are_these():
     readme = (ROOT / "autograder" / "README.md").read_text()
-    assert table() in readme, "the slip table of autograder/README.md is stale: python -m tests.test_slips"
+    assert points_table() in readme and table() in readme, \
+        "the tables of autograder/README.md are stale: python -m tests.test_slips"
 
 
 if __name__ == "__main__":
+    print(points_table(), end="\n")
     print(table(), end="")

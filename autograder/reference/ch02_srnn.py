@@ -70,7 +70,5 @@ CHECKS = [
         "ch02.rnn_step", "rnn_step", "srnn", seed=SEED + 2, slips=list(SLIPS.values()),
         explain={0: "check eq 44 term by term: tanh(W_xh x_t + W_hh h_{t-1} + b_h)"},
         lecture=LECTURE, visible=VISIBLE),
-    steps.gradients_check("ch02.rnn_gradients", "rnn_step", "srnn", seed=SEED + 3,
-                          lecture=("02_srnn", "4 · Vanishing and exploding gradients"),
-                          visible="rnn_step_gradients"),
+    steps.gradients_check("ch02.rnn_gradients", "rnn_step", "srnn", seed=SEED + 3, visible="rnn_step_gradients"),
 ]

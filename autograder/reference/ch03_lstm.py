@@ -120,9 +120,7 @@ CHECKS = [
         explain={0: "c_t is right up to there; check eq 49 (o_t) and eq 51 (h_t = o_t * tanh(c_t))",
                  1: "check eqs 47, 48 and 50 (and, from step 2 on, h_{t-1} of eq 51)"},
         lecture=LECTURE, visible=VISIBLE),
-    steps.gradients_check("ch03.lstm_gradients", "lstm_step", CELL, seed=SEED + 3,
-                          lecture=("03_lstm", "2 · Why an additive memory keeps its gradient"),
-                          visible="lstm_step_carousel"),
+    steps.gradients_check("ch03.lstm_gradients", "lstm_step", CELL, seed=SEED + 3, visible="lstm_step_carousel"),
     Check("ch03.lstm_carousel", ("lstm_step",), _carousel_inputs, "autograder.probes:step", _judge_carousel,
           about="batch 8 (4 pairs of sentences with the same inputs, different start states), 6 steps, "
                 "every W_h* = 0, random non-zero other weights; your own c_t - c_{t-1} within each pair",

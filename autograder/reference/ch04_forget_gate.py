@@ -225,9 +225,7 @@ CHECKS = [
         lecture=LECTURE, visible=VISIBLE),
     steps.lstm_output_check("ch04.lstm_output", "lstm", seed=SEED + 3, gate_eq="eq 54",
                             lecture=("04_forget_gate", "eq 54"), visible=VISIBLE),
-    steps.gradients_check("ch04.lstm_gradients", "lstm_step", "lstm", seed=SEED + 4,
-                          lecture=("04_forget_gate", "3. How far back does the gradient reach?"),
-                          visible=VISIBLE),
+    steps.gradients_check("ch04.lstm_gradients", "lstm_step", "lstm", seed=SEED + 4, visible=VISIBLE),
     Check("ch04.lstm_forget_gate", ("lstm_step",), _gate_inputs, "autograder.probes:step", _judge_gate,
           about="batch 8 (4 pairs of sentences with the same inputs, different start states), 5 steps, "
                 "every W_h* = 0; in 2 of the 4 units the forget gate open (b_f = +30) and the input gate "

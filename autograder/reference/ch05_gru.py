@@ -117,8 +117,7 @@ CHECKS = [
     steps.values_check("ch05.gru_step", "gru_step", "gru", seed=SEED, slips=list(SLIPS.values()),
                        explain={0: "check eqs 56-59 one by one"}, lecture=("05_gru", "eq 58"),
                        visible=VISIBLE),
-    steps.gradients_check("ch05.gru_gradients", "gru_step", "gru", seed=SEED + 3,
-                          lecture=("05_gru", "eq 59"), visible=VISIBLE),
+    steps.gradients_check("ch05.gru_gradients", "gru_step", "gru", seed=SEED + 3, visible=VISIBLE),
     steps.values_check(
         "ch05.gru_update_gate", "gru_step", "gru", seed=SEED + 1,
         tweak=steps.set_params(W_hh=0.0, b_z=[(steps.FIRST, steps.SHUT), (steps.SECOND, steps.OPEN)]),

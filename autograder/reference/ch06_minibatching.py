@@ -33,6 +33,7 @@ import numpy as np
 
 from autograder.probes import ch06_minibatching as probes
 from autograder.reference.grading import Check
+from autograder.reference.steps import DYNET_GRADIENTS
 
 VALUE_RTOL = 1e-5    # summed NLL: relative difference (float32 arithmetic in DyNet)
 GRAD_RTOL = 1e-4     # gradients: relative to the largest reference gradient
@@ -264,6 +265,5 @@ CHECKS = [
     Check("ch06.masked_nll", ("masked_batch_nll",), nll_inputs, NLL, judge_masked_nll, NLL_ABOUT, PADDING,
           "masked_batch_nll_tests"),
     Check("ch06.masked_nll_gradients", ("masked_batch_nll",), nll_inputs, NLL, judge_masked_nll_gradients,
-          NLL_ABOUT + "; the gradient of every parameter", ("06_minibatching", "3. Batched operations of a "
-                                                              "language model"), "masked_batch_nll_tests"),
+          NLL_ABOUT + "; the gradient of every parameter", DYNET_GRADIENTS, "masked_batch_nll_tests"),
 ]

@@ -31,6 +31,7 @@ import numpy as np
 
 from autograder.probes import ch07_stacked_residual as probes
 from autograder.reference.grading import Check
+from autograder.reference.steps import DYNET_GRADIENTS
 
 ATOL = 1e-5          # outputs and states: max abs difference (float32 arithmetic in DyNet)
 GRAD_RTOL = 1e-4     # gradients: relative to the largest reference gradient
@@ -190,5 +191,5 @@ CHECKS = [
           ABOUT + "; residual='lateral'", ("07_stacked_residual", "3. Vertical and lateral residuals"), VISIBLE),
     Check("ch07.stacked_gradients", ("stacked_step",), mode_inputs(*probes.MODES), PROBE, judge_gradients,
           ABOUT + "; every mode; the loss reads the top output at every step and the final states",
-          ("07_stacked_residual", "4. The gradient that reaches the bottom"), VISIBLE),
+          DYNET_GRADIENTS, VISIBLE),
 ]

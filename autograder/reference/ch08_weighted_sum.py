@@ -289,7 +289,7 @@ def _step_checks(k, function, cell):
                              visible=f"{function}_visible")
     if function != "ran_identity_step":
         yield steps.gradients_check(f"ch08.{function}_gradients", function, cell, seed=SEED + 20 + k,
-                                    lecture=LECTURES[function], visible=f"{function}_visible")
+                                    visible=f"{function}_visible")
 
 
 CHECKS = [

@@ -38,6 +38,7 @@ SHUT, OPEN = -30.0, 30.0        # a gate bias that saturates the logistic at 0 o
 FIRST, SECOND = slice(0, D_H // 2), slice(D_H // 2, D_H)   # two groups of units
 STATE_NAMES = {1: ("h",), 2: ("h", "c")}
 ABOUT = "batch 7, 4 steps, random non-zero weights, start state non-zero"
+DYNET_GRADIENTS = ("00_dynet_primer", "4 · Forward, backward, update")   # where gradients come from
 
 
 def step_inputs(cell_name: str, function: str, seed: int, tweak: Callable | None = None,
@@ -181,9 +182,8 @@ def values_check(name: str, function: str, cell_name: str, *, seed: int, explain
     return Check(name, (function,), make_inputs, "autograder.probes:step", judge, about, lecture, visible)
 
 
-def gradients_check(name: str, function: str, cell_name: str, *, seed: int, lecture: tuple = (),
-                    visible: str = "", about: str = ABOUT + "; the loss is a random projection "
-                                                         "of h at every step") -> Check:
+def gradients_check(name: str, function: str, cell_name: str, *, seed: int, visible: str = "",
+                    lecture: tuple = DYNET_GRADIENTS) -> Check:
     """Every parameter's gradient: equal to the reference's where the states are right,
     present at all where they are not (the values checks judge the values)."""
     def make_inputs():
@@ -211,6 +211,7 @@ def gradients_check(name: str, function: str, cell_name: str, *, seed: int, lect
                     "(NumPy, .npvalue() or .value()), so no gradient flows through it"]
         return []
 
+    about = ABOUT + "; the loss is a random projection of h at every step"
     return Check(name, (function,), make_inputs, "autograder.probes:step", judge, about, lecture, visible)
 
 
