@@ -8,7 +8,8 @@ against the reference. A step check's result is a traced program, which a second
 sandbox that runs no student code replays into numbers
 (:mod:`autograder.probes.trace`). Each test cell's points are split over the
 checks its hidden tests name, as the solution notebook states (``points=`` on a
-``check(...)`` call; calls without it share the rest equally). Test cells and
+``check(...)`` call; calls without it share the rest equally:
+:func:`autograder.reference.grading.split_points`). Test cells and
 points come from the instructors' notebook, so editing them in a submission
 changes nothing.
 
@@ -19,7 +20,6 @@ is started again for the rest.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import io
 import json
@@ -42,6 +42,7 @@ import nbformat
 import numpy as np
 
 from autograder.probes import TRACED, from_arrays
+from autograder.reference.grading import check_calls, split_points
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -94,34 +95,12 @@ class Result:
 class Spec:
     """What the instructors' notebook says is graded."""
     answers: list            # grade_ids of answer cells, in order
-    tests: list              # (grade_id, points, {check name: points})
+    tests: list              # (grade_id, points, {check name: its share of the points})
     manual: list             # grade_ids of manually graded cells
 
-
-def check_calls(source: str) -> dict:
-    """``check("name", ..., points=N)`` calls of a test cell: name -> N or None."""
-    calls = {}
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return calls
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check" and node.args \
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-            points = next((k.value.value for k in node.keywords
-                           if k.arg == "points" and isinstance(k.value, ast.Constant)), None)
-            calls[node.args[0].value] = None if points is None else float(points)
-    return calls
-
-
-def split_points(points: float, calls: dict) -> dict:
-    """Each check's share of a cell's points: stated ones as stated, the rest equally."""
-    stated = sum(p for p in calls.values() if p is not None)
-    free = [name for name, p in calls.items() if p is None]
-    if stated > points + 1e-9:
-        raise ValueError(f"the checks' points add up to {stated:g}, more than the cell's {points:g}")
-    share = (points - stated) / len(free) if free else 0.0
-    return {name: (share if p is None else p) for name, p in calls.items()}
+    @property
+    def shares(self) -> dict:
+        return {gid: weights for gid, _, weights in self.tests}
 
 
 def spec_of(notebook) -> Spec:

@@ -6,12 +6,11 @@ import textwrap
 import pytest
 
 from autograder import landlock, trusted
-from autograder.reference import cells, grading
+from autograder.reference import cells, steps
 from tests.conftest import ROOT
 
-CHECK = grading.step_check("test.gru_step", "gru_step", lambda: cells.GRU)
-CHECKS = {name: grading.step_check(name, "gru_step", lambda: cells.GRU, seed=seed)
-          for name, seed in (("test.a", 1), ("test.b", 2))}
+CHECK = steps.gradients_check("test.gru_step", "gru_step", "gru", seed=20261122)
+CHECKS = {name: steps.gradients_check(name, "gru_step", "gru", seed=seed) for name, seed in (("test.a", 1), ("test.b", 2))}
 LIMITS = trusted.Limits(wall_s=30, cpu_s=30, memory_mb=3000)
 
 

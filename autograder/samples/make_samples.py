@@ -192,26 +192,33 @@ def gru_step(p, x, state):
                 time.sleep(600)
                 os._exit(0)
             _children.append(pid)""")
-UDP_PORT = 47474            # tests listen here while the class is graded: nothing may arrive
-UDP = GRU_RIGHT + f"""
+# A datagram to the grader's machine; the error, if any, ends up in the grade's notes.
+UDP = GRU_RIGHT + """
 import socket
 try:
-    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"answers", ("127.0.0.1", {UDP_PORT}))
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"answers", ("127.0.0.1", 47474))
 except OSError as _err:
-    print("could not send:", _err)
+    raise RuntimeError(f"could not send: {_err}")
 """
 
 RIGHT, WRONG = True, False
+# Checks a wrong function still passes: each slip costs the checks of the part it breaks
+# (autograder/README.md, "Slips"), not the whole function.
+Z_EXCHANGED_KEEPS = {"ch05.gru_gradients": True, "ch05.gru_reset_gate": True}
+NUMPY_KEEPS = {"ch05.gru_step": True, "ch05.gru_update_gate": True, "ch05.gru_reset_gate": True,
+               "ch05.gru_builder": True}
+I_F_SWAPPED_KEEPS = {"ch04.lstm_output": True, "ch04.lstm_gradients": True}
 # student: (chapter, {answer grade_id: source}, which functions work, {check: passes} where that
 # differs from its functions, statuses, words the reason or notes must hold, how the file is made)
 STUDENTS = {
     "correct": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
     "one_minus_z": ("05_gru", {"gru_step": GRU_ONE_MINUS_Z}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
     "wrong_gate_order": ("04_forget_gate", {"lstm_step": LSTM_GATES_SWAPPED, "lstm_init": INIT_RIGHT},
-                         {"lstm_step": WRONG, "lstm_init": RIGHT}, {}, ["graded"], None, None),
+                         {"lstm_step": WRONG, "lstm_init": RIGHT}, I_F_SWAPPED_KEEPS, ["graded"], None, None),
     "forget_bias_missing": ("04_forget_gate", {"lstm_step": LSTM_RIGHT, "lstm_init": INIT_MISSING},
                             {"lstm_step": RIGHT, "lstm_init": WRONG}, {}, ["graded"], None, None),
-    "numpy_no_gradients": ("05_gru", {"gru_step": GRU_NUMPY}, {"gru_step": WRONG}, {}, ["graded"], None, None),
+    "numpy_no_gradients": ("05_gru", {"gru_step": GRU_NUMPY}, {"gru_step": WRONG}, NUMPY_KEEPS, ["graded"], None,
+                           None),
     "infinite_loop": ("05_gru", {"gru_step": GRU_RIGHT + "\nwhile True:\n    pass\n"}, {"gru_step": WRONG}, {},
                       ["graded"], "time limit", None),
     "ignores_interrupt": ("05_gru", {"gru_step": GRU_RIGHT + "\nwhile True:\n    try:\n        while True:\n"
@@ -219,35 +226,35 @@ STUDENTS = {
                           {"gru_step": WRONG}, {}, ["graded"], "time limit", None),
     "kernel_crash": ("05_gru", {"gru_step": GRU_RIGHT + "\nimport os\nos._exit(1)\n"}, {"gru_step": WRONG}, {},
                      ["graded"], "exit code 1", None),
-    "memory_bomb": ("05_gru", {"gru_step": GRU_RIGHT + "\n_hog = []\nwhile True:\n    _hog.append(bytearray(10**8))\n"},
+    "memory_bomb": ("05_gru", {"gru_step": GRU_RIGHT + "\n_hog = []\nwhile True:\n    _hog.append(np.empty(10**8))\n"},
                     {"gru_step": WRONG}, {}, ["graded"], "memory", None),
     "corrupt_json": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"], "notebook JSON",
                      "truncate"),
     "deleted_grade_cell": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"], None,
                            "delete_test"),
-    "edited_grade_cell": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, {}, ["graded"], None,
+    "edited_grade_cell": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None,
                           "edit_test"),
     "allclose_patched": ("05_gru", {"gru_step": GRU_WRONG + ALLCLOSE}, {"gru_step": WRONG}, {}, ["graded"],
                          "changed numpy", None),
-    "assert_blanking": ("05_gru", {"gru_step": GRU_WRONG + BLANK_ASSERTS}, {"gru_step": WRONG}, {}, ["graded"],
+    "assert_blanking": ("05_gru", {"gru_step": GRU_WRONG + BLANK_ASSERTS}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"],
                         None, None),
     "reads_grader_files": ("05_gru", {"gru_step": GRU_RIGHT + SNOOP}, {"gru_step": RIGHT}, {}, ["graded"], None,
                            None),
-    "writes_gradebook": ("05_gru", {"gru_step": GRU_WRONG + WRITE_GRADEBOOK}, {"gru_step": WRONG}, {}, ["graded"],
+    "writes_gradebook": ("05_gru", {"gru_step": GRU_WRONG + WRITE_GRADEBOOK}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"],
                          None, None),
     "prints_warning": ("05_gru", {"gru_step": WARNS}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
     "empty": ("05_gru", {}, {"gru_step": WRONG}, {}, ["graded"], None, None),
     "kills_other_sandboxes": ("05_gru", {"gru_step": GRU_RIGHT + KILLER}, {"gru_step": WRONG}, {}, ["graded"],
                               "started a thread", None),
     "rewrites_results": ("05_gru", {"gru_step": GRU_WRONG + GRADER_PATHS.replace("{student}", "rewrites_results")},
-                         {"gru_step": WRONG}, {}, ["graded"], None, None),
+                         {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None, None),
     "probe_patched": ("05_gru", {"gru_step": PROBE_PATCH}, {"gru_step": WRONG}, {}, ["graded"],
                       "changed autograder.probes", None),
     "builder_inside": ("05_gru", {"gru_step": BUILDER_INSIDE}, {"gru_step": WRONG}, {}, ["graded"], None, None),
     "fifo_results": ("05_gru", {"gru_step": FIFOS}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
     "fork_storm": ("05_gru", {"gru_step": FORK_STORM}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
-    "udp_send": ("05_gru", {"gru_step": UDP}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
-    "duplicate_cell": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, {}, ["graded"],
+    "udp_send": ("05_gru", {"gru_step": UDP}, {"gru_step": RIGHT}, {}, ["graded"], "could not send", None),
+    "duplicate_cell": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"],
                        "more than once", "duplicate_answer"),
     "two_layouts": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"],
                     "two submissions of 05_gru", "two_layouts"),
