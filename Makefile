@@ -61,7 +61,7 @@ bench: $(STAMP)
 ## make book: the self-study book, lectures executed (outputs cached), in _build/html/
 .PHONY: book
 book: $(STAMP)
-	$(PY) book/build.py --jobs $(JOBS)
+	$(PY) book/build.py
 
 ## make dynet-gpu: build a CUDA-enabled DyNet into .venv-gpu (see README, "GPU DyNet")
 dynet-gpu:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import sys
 from pathlib import Path
@@ -192,9 +193,9 @@ def data_page() -> str:
     return (ROOT / "data" / "README.md").read_text().replace("# Data", "# The data", 1)
 
 
-def bibliography_page() -> str:
-    """lectures/bibliography.md with its ``<a id="key"></a>`` anchors made Sphinx targets."""
-    path = ROOT / "lectures" / "bibliography.md"
+def bibliography_page(path: Path = ROOT / "lectures" / "bibliography.md") -> str:
+    """lectures/bibliography.md with its ``<a id="key"></a>`` anchors made Sphinx targets, so
+    that the lectures' ``[Key](bibliography.md#key)`` resolve (and Sphinx checks them)."""
     if not path.exists():
         return ("# Bibliography\n\nThe texts the lectures cite: the tutorial chapter on recurrent "
                 "neural network language models [T], the two versions of \"Long Short-Term Memory "
@@ -240,8 +241,18 @@ def build(out: Path = HTML, jobs: str = "1") -> int:
         raise BookError(f"equations cited but displayed in no lecture ({where}); display them "
                         "with \\tag{...} or name the one they equal in book/equations.py SAME_AS")
     from sphinx.cmd.build import build_main
-    return build_main(["-b", "html", "-c", str(ROOT / "book"), "-d", str(BUILD / "doctrees"),
-                       "-j", jobs, "-W", "--keep-going", "-q", str(SRC), str(out)])
+    # the kernels draw inline, whatever backend the caller chose (pytest's conftest says Agg,
+    # which would leave every figure out of the book)
+    backend = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    try:
+        return build_main(["-b", "html", "-c", str(ROOT / "book"), "-d", str(BUILD / "doctrees"),
+                           "-j", jobs, "-W", "--keep-going", "-q", str(SRC), str(out)])
+    finally:
+        if backend is None:
+            os.environ.pop("MPLBACKEND")
+        else:
+            os.environ["MPLBACKEND"] = backend
 
 
 def main(argv=None):

@@ -77,6 +77,16 @@ def test_every_equation_cited_in_a_lecture_is_displayed():
     assert not unresolved, f"cited but displayed nowhere: {unresolved}"
 
 
+def test_bibliography_anchors_become_targets(tmp_path):
+    source = tmp_path / "bibliography.md"
+    source.write_text('# Bibliography\n\n- <a id="ran"></a>Recurrent additive networks.\n'
+                      '<a id="ws"></a>**[WS]** Weighted sum.\n')
+    page = build.bibliography_page(source)
+    assert "(ran)=\n- Recurrent additive networks." in page
+    assert "(ws)=\n**[WS]** Weighted sum." in page and "<a id" not in page
+    assert "Bibliography" in build.bibliography_page(tmp_path / "missing.md")   # the placeholder
+
+
 # ---------------------------------------------------------------- exercise stubs (no build)
 
 def answer_cells(folder):
