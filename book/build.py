@@ -162,6 +162,12 @@ def exercise_page(path: Path, titles) -> str:
         "whether you are on track. The first line of each answer cell links to the lecture "
         f"section it applies: the course hub serves the book at `{book.BOOK_ROOT}`; in a "
         "checkout, `python -m course.book` serves `_build/html/` at the same path.*"))
+    # in the book, that first line is also a link above the cell (raw HTML: the browser test checks it)
+    for index in reversed(range(len(nb.cells))):
+        for chapter, anchor in book.links_in(nb.cells[index].source)[:1]:
+            nb.cells.insert(index, nbformat.v4.new_markdown_cell(
+                f'*Your answer below applies <a href="../lectures/{chapter}.html#{anchor}">'
+                f"this section of lecture {chapter[:2]}</a>.*"))
     return nbformat.writes(nb)
 
 

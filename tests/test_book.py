@@ -176,6 +176,8 @@ def test_every_page_is_built_with_its_links(built):
     assert "eq-t-59" in lecture05.ids and "#eq-t-59" in lecture05.hrefs     # an equation and its citation
     assert "../exercises/05_gru.html" in lecture05.hrefs
     assert "04_forget_gate.html" in lecture05.hrefs                          # "chapter 04"
+    exercise05 = parsed(built / "exercises" / "05_gru.html")
+    assert "../lectures/05_gru.html#eq-t-56" in exercise05.hrefs                # the answer cell's link
 
 
 @pytest.mark.notebook
