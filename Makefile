@@ -61,6 +61,11 @@ bench: $(STAMP)
 	$(PY) bench/grading_speed.py
 	$(PY) bench/models.py
 
+## make book: the self-study book, lectures executed (outputs cached), in _build/html/
+.PHONY: book
+book: $(STAMP)
+	$(PY) book/build.py
+
 ## make dynet-gpu: build a CUDA-enabled DyNet into .venv-gpu (see README, "GPU DyNet")
 dynet-gpu:
 	bash gpu/build.sh
