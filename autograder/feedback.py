@@ -33,11 +33,9 @@ def _lecture_link(lecture) -> str:
         return ""
     stem, where = (lecture if isinstance(lecture, (tuple, list)) else (lecture, ""))
     text = f"lecture {stem}" + (f", {where}" if where else "")
-    try:
-        from course import book
-        return f"<a href='{html.escape(book.lecture_url(stem, where))}'>{html.escape(text)}</a>"
-    except Exception:
-        return html.escape(text)
+    from course import book
+    url = book.lecture_url(stem, book.anchor(stem, where) if where else "")
+    return f"<a href='{html.escape(url)}'>{html.escape(text)}</a>"
 
 
 def check_lines(cell: dict) -> str:

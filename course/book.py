@@ -16,6 +16,7 @@ import argparse
 import functools
 import http.server
 import re
+import unicodedata
 
 from course.paths import ROOT
 
@@ -37,6 +38,27 @@ def lecture_url(chapter: str, anchor: str = "", root: str = BOOK_ROOT) -> str:
     if not re.fullmatch(r"\d\d_\w+", chapter):
         raise ValueError(f"chapter must be a lecture's name like '05_gru', not {chapter!r}")
     return f"{root}lectures/{chapter}.html" + (f"#{anchor}" if anchor else "")
+
+
+def anchor(chapter: str, where: str) -> str:
+    """The id, in a lecture's page, of a section heading ("1. Eq 59 is a weighted average")
+    or a displayed equation ("eq 59", "[WS] 8"). An equation shown in more than one lecture
+    has a second id there; where the book is built, the id that page really has is chosen."""
+    m = re.fullmatch(r"(?:eq\s+|\[(\w+)\]\s*(?:eq\s+)?)([A-Z]?)(\d+)", where.strip())
+    if m:                                    # "eq 59" (the tutorial's), "[WS] 8", "eq D2" (lecture 09's own)
+        base = f"eq-{(m[1] or m[2] or 'T').lower()}-{m[3]}"
+        wanted = [base, f"{base}-{chapter[:2]}", f"{base}-{chapter}"]
+    else:                                    # as docutils makes a heading's id; a title may be shortened
+        text = unicodedata.normalize("NFKD", where).encode("ascii", "ignore").decode().lower()
+        wanted = [re.sub(r"^[^a-z]+", "", re.sub(r"[^a-z0-9]+", "-", text)).strip("-")]
+    page = BUILT / "lectures" / f"{chapter}.html"
+    if page.is_file():
+        ids = re.findall(r'id="([^"]+)"', page.read_text(encoding="utf-8"))
+        for w in wanted:
+            found = next((i for i in ids if i == w or (not m and i.startswith(w + "-"))), None)
+            if found:
+                return found
+    return wanted[0]
 
 
 def links_in(text: str) -> list[tuple[str, str]]:

@@ -190,6 +190,17 @@ def test_every_anchor_linked_from_an_exercise_exists(built):
                                                "in the answer cell or the heading it names"
 
 
+@pytest.mark.notebook
+def test_every_section_a_feedback_page_sends_a_student_to_exists(built):
+    """Each check's "reread" link (autograder/feedback.py) lands on a heading or equation."""
+    from autograder.reference.grading import all_checks
+    for name, check in all_checks().items():
+        stem, where = check.lecture
+        anchor = book.anchor(stem, where)
+        assert anchor in parsed(built / "lectures" / f"{stem}.html").ids, \
+            f"{name}: lecture {stem} has no #{anchor} for {where!r}"
+
+
 # ---------------------------------------------------------------- in the browser
 
 @pytest.fixture(scope="module")
