@@ -1,0 +1,278 @@
+"""The course on JupyterHub, end to end, as a class uses it (hub/, docs/teaching.md).
+
+One hub on free loopback ports, an instructor and two students (real Unix accounts,
+removed afterwards). The students work in a real browser (Playwright driving Debian's
+chromium): log in, open the Assignments tab, fetch 05_gru, fill gru_step (ada
+correctly, bob with the update gate exchanged), save, submit; the instructor
+collects, autogrades (whatever the course's nbgrader configuration runs) and releases
+feedback through formgrader's API; each student fetches it and reads their own score
+and check messages, and no hidden test. Screenshots of every step land in
+runs/hub-test/. Then the isolation between accounts, and the exchange attacks.
+
+Needs root, Debian's chromium and configurable-http-proxy (.ci/run installs them).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import requests
+from urllib.parse import quote
+
+from hub import accounts, prepare
+from hub.client import HubUser
+from hub.layout import COURSE_ID, Layout
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "runs" / "hub-test"
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = pytest.mark.xdist_group("hub")          # one hub, one worker
+
+# gru_step's body, typed into the notebook: ada's is right, bob's exchanges the update gate.
+BODY = '''(h_prev,) = state
+r = dy.logistic(dy.affine_transform([p["b_r"], p["W_xr"], x, p["W_hr"], h_prev]))
+z = dy.logistic(dy.affine_transform([p["b_z"], p["W_xz"], x, p["W_hz"], h_prev]))
+candidate = dy.tanh(dy.affine_transform([p["b_h"], p["W_xh"], x, p["W_hh"], dy.cmult(r, h_prev)]))
+h = {mix}
+return (h,)'''
+RIGHT = "dy.cmult(1 - z, h_prev) + dy.cmult(z, candidate)"
+SWAPPED = "dy.cmult(z, h_prev) + dy.cmult(1 - z, candidate)"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def requirements_missing() -> list:
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (the hub makes Unix accounts)")
+    if not Path(CHROMIUM).exists():
+        missing.append("Debian's chromium (apt-get install chromium)")
+    if not shutil.which("configurable-http-proxy"):
+        missing.append("configurable-http-proxy (npm install -g configurable-http-proxy)")
+    return missing
+
+
+class Hub:
+    def __init__(self, layout, url, process, names, passwords):
+        self.layout, self.url, self.process = layout, url, process
+        self.instructor, self.students = names[0], names[1:]
+        self.passwords = passwords
+        self.users = {}
+
+    def login(self, name) -> HubUser:
+        if name not in self.users:
+            self.users[name] = HubUser(self.url, name, self.passwords[name])
+        return self.users[name]
+
+    def run_as(self, name, code: str) -> dict:
+        """Run Python as NAME with its server's environment (what its terminal or kernel can do)."""
+        reply = accounts.as_user(name, [str(self.layout.env / "bin" / "python"), "-c", code],
+                                 cwd=self.layout.home(name), env=prepare.server_env(self.layout, name),
+                                 capture_output=True, text=True, timeout=120)
+        assert reply.returncode == 0, reply.stderr[-2000:]
+        return json.loads(reply.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def hub():
+    missing = requirements_missing()
+    assert not missing, "test_hub needs " + ", ".join(missing) + " (.ci/run installs them)"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="course-hub-", dir="/tmp"))
+    os.chmod(root, 0o755)
+    tag = secrets.token_hex(3)
+    names = [f"h{tag}t", f"h{tag}ada", f"h{tag}bob"]       # instructor, ada, bob
+    passwords = {name: secrets.token_urlsafe(12) for name in names}
+    roster = root / "roster.txt"
+    roster.write_text(f"instructor {names[0]} {passwords[names[0]]}\n" +
+                      "".join(f"student {n} {passwords[n]}\n" for n in names[1:]))
+    layout = Layout.at(root / "hub")
+    process = None
+    try:
+        prepare.prepare(layout, roster)
+        port = free_port()
+        env = {**os.environ, "COURSE_HUB_ROOT": str(layout.root), "COURSE_HUB_IP": "127.0.0.1",
+               "COURSE_HUB_PORT": str(port),
+               "COURSE_HUB_INTERNAL_PORTS": f"{free_port()},{free_port()}",
+               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        log = open(root / "jupyterhub.log", "w")
+        process = subprocess.Popen([str(Path(sys.executable).parent / "jupyterhub"), "-f",
+                                    str(ROOT / "hub" / "jupyterhub_config.py")],
+                                   cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, (root / "jupyterhub.log").read_text()[-3000:]
+            try:
+                if requests.get(f"{url}/hub/api", timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "the hub did not answer within 120 s"
+            time.sleep(0.5)
+        yield Hub(layout, url, process, names, passwords)
+    finally:
+        if process is not None:
+            process.send_signal(signal.SIGTERM)          # stops the proxy and the users' servers
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            shutil.copy(root / "jupyterhub.log", SHOTS / "jupyterhub.log")
+        accounts.remove(layout, names)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# -- the browser ------------------------------------------------------------------
+def shot(page, name):
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def open_assignments(page, hub, name):
+    page.goto(f"{hub.url}/user/{name}/tree")
+    page.get_by_text("Nbgrader", exact=True).first.click()
+    page.get_by_text("Assignment List", exact=True).first.click()
+    page.get_by_text("Released, downloaded, and submitted assignments").wait_for(timeout=60_000)
+
+
+def log_in(page, hub, name):
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("#username_input", name)
+    page.fill("#password_input", hub.passwords[name])
+    page.click("#login_submit")
+    page.wait_for_url(f"**/user/{name}/**", timeout=180_000)
+
+
+def fill_gru_step(page, hub, name, mix):
+    page.goto(f"{hub.url}/user/{name}/notebooks/05_gru/05_gru.ipynb")
+    cell = page.locator(".jp-CodeCell").filter(has_text="def gru_step(p, x, state)")
+    stub = cell.locator(".cm-line").filter(has_text="raise NotImplementedError")
+    stub.wait_for(timeout=120_000)
+    stub.click()
+    page.keyboard.press("End")
+    page.keyboard.press("Shift+Home")                   # the stub, after its indentation
+    body = BODY.format(mix=mix).replace("\n", "\n    ")
+    page.keyboard.insert_text(body)
+    cell.locator(".cm-line").filter(has_text=mix).wait_for(timeout=30_000)
+    page.keyboard.press("Control+s")
+    return cell
+
+
+def student_round_trip(browser, hub, name, mix, step):
+    """Log in, Assignments tab, fetch 05_gru, fill gru_step, save, submit."""
+    page = browser.new_page(viewport={"width": 1280, "height": 860})
+    log_in(page, hub, name)
+    open_assignments(page, hub, name)
+    released = page.locator(".list_item", has_text="05_gru").first
+    shot(page, f"{step}-{name}-1-assignments")
+    assert "03_lstm" in page.inner_text("body") and "05_gru" in page.inner_text("body")
+    released.get_by_role("button", name="Fetch").click()
+    page.locator("#fetched_assignments_list").get_by_text("05_gru", exact=True).first.wait_for(timeout=60_000)
+    shot(page, f"{step}-{name}-2-fetched")
+
+    fill_gru_step(page, hub, name, mix)
+    shot(page, f"{step}-{name}-3-answer")
+    deadline = time.monotonic() + 30
+    while not any(mix in cell["source"] and "def gru_step" in cell["source"]
+                  for cell in hub.login(name).read_file("05_gru/05_gru.ipynb")["content"]["cells"]):
+        assert time.monotonic() < deadline, "the notebook was not saved"
+        time.sleep(1)
+
+    open_assignments(page, hub, name)
+    page.locator("#fetched_assignments_list .list_item", has_text="05_gru").get_by_role(
+        "button", name="Submit").click()
+    submitted = page.locator("#submitted_assignments_list .list_item", has_text="05_gru")
+    submitted.first.wait_for(timeout=60_000)
+    shot(page, f"{step}-{name}-4-submitted")
+    return page
+
+
+def hidden_tests(chapter):
+    """The hidden tests' lines of a solution notebook, and the checks they call."""
+    lines = []
+    for cell in nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4).cells:
+        for block in re.findall(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", cell.source, re.S):
+            lines += [line.strip() for line in block.splitlines() if line.strip()]
+    checks = sorted({m for line in lines for m in re.findall(r"""check\(\s*["']([\w.\-]+)["']""", line)})
+    assert lines and checks
+    return lines, checks
+
+
+def instructor_grades(teacher, students) -> dict:
+    """Collect, autograde, generate and release feedback through formgrader's API; the scores."""
+    collected = teacher.formgrader("assignment/05_gru/collect", "collect 05_gru")
+    for name in students:
+        assert f"Collecting submission: {name} 05_gru" in collected["log"], collected["log"]
+        teacher.formgrader(f"submission/05_gru/{name}/autograde", f"autograde {name}")
+    teacher.formgrader("assignment/05_gru/generate_feedback", "generate feedback")
+    teacher.formgrader("assignment/05_gru/release_feedback", "release feedback")
+    return {name: teacher.server("GET", f"formgrader/api/submission/05_gru/{name}", "read a submission").json()
+            for name in students}
+
+
+def student_reads_feedback(page, hub, name, score):
+    """Fetch the feedback in the Assignments tab and open it: their score, the checks, no hidden test."""
+    hidden, checks = hidden_tests("05_gru")
+    open_assignments(page, hub, name)
+    item = page.locator("#submitted_assignments_list .list_item", has_text="05_gru").first
+    item.get_by_role("button", name="Fetch Feedback").click()
+    link = page.locator("#submitted_assignments_list a", has_text="view feedback").first
+    link.wait_for(timeout=60_000)
+    shot(page, f"b-{name}-1-feedback-fetched")
+    link.click()                                  # the file browser, at the feedback's folder
+    page.get_by_text("05_gru.html").first.wait_for(timeout=30_000)
+    shot(page, f"b-{name}-2-feedback-folder")
+    submitted = next(a for a in hub.login(name).assignments(COURSE_ID)
+                     if a["assignment_id"] == "05_gru" and a["status"] == "submitted")
+    folder = submitted["submissions"][-1]["local_feedback_path"]
+    page.goto(f"{hub.url}/user/{name}/files/{quote(folder)}/05_gru.html")
+    shot(page, f"b-{name}-3-feedback")
+    text = page.inner_text("body")
+    numbers = {float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)}
+    assert score["score"] in numbers and score["max_score"] in numbers, (score, text[:2000])
+    for check in checks:
+        assert check in text, f"{name}'s feedback page does not name the check {check}:\n{text[:3000]}"
+    assert "BEGIN HIDDEN TESTS" not in page.content()
+    for line in hidden:
+        assert line not in text, f"a hidden test line reached {name}'s feedback page: {line}"
+    return text
+
+
+def test_a_class_on_the_hub_in_a_browser(hub):
+    from playwright.sync_api import sync_playwright
+    teacher = hub.login(hub.instructor)
+    teacher.start_server()
+    for chapter in ("03_lstm", "05_gru"):
+        teacher.formgrader(f"assignment/{chapter}/assign", f"generate {chapter}")
+        teacher.formgrader(f"assignment/{chapter}/release", f"release {chapter}")
+    ada, bob = hub.students
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        pages = {}
+        for name, mix in ((ada, RIGHT), (bob, SWAPPED)):
+            pages[name] = student_round_trip(browser, hub, name, mix, "a")
+            text = pages[name].locator("#submitted_assignments_list").inner_text()
+            assert "05_gru" in text and "UTC" in text, text       # the submission's time stamp
+
+        scores = instructor_grades(teacher, [ada, bob])
+        assert scores[ada]["score"] == scores[ada]["max_score"] > 0, scores
+        assert scores[bob]["score"] < scores[ada]["score"], scores
+        pages_text = {name: student_reads_feedback(pages[name], hub, name, scores[name]) for name in (ada, bob)}
+        assert pages_text[ada] != pages_text[bob]
+        browser.close()
