@@ -16,24 +16,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
-import requests
 from urllib.parse import quote
 
 from hub import accounts, prepare
-from hub.client import HubUser
-from hub.layout import COURSE_ID, Layout
+from hub.layout import COURSE_ID
+from hub.local import LocalHub
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "runs" / "hub-test"
@@ -51,12 +44,6 @@ RIGHT = "dy.cmult(1 - z, h_prev) + dy.cmult(z, candidate)"
 SWAPPED = "dy.cmult(z, h_prev) + dy.cmult(1 - z, candidate)"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def requirements_missing() -> list:
     missing = []
     if os.geteuid() != 0:
@@ -68,75 +55,13 @@ def requirements_missing() -> list:
     return missing
 
 
-class Hub:
-    def __init__(self, layout, url, process, names, passwords):
-        self.layout, self.url, self.process = layout, url, process
-        self.instructor, self.students = names[0], names[1:]
-        self.passwords = passwords
-        self.users = {}
-
-    def login(self, name) -> HubUser:
-        if name not in self.users:
-            self.users[name] = HubUser(self.url, name, self.passwords[name])
-        return self.users[name]
-
-    def run_as(self, name, code: str) -> dict:
-        """Run Python as NAME with its server's environment (what its terminal or kernel can do)."""
-        reply = accounts.as_user(name, [str(self.layout.env / "bin" / "python"), "-c", code],
-                                 cwd=self.layout.home(name), env=prepare.server_env(self.layout, name),
-                                 capture_output=True, text=True, timeout=120)
-        assert reply.returncode == 0, reply.stderr[-2000:]
-        return json.loads(reply.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def hub():
     missing = requirements_missing()
     assert not missing, "test_hub needs " + ", ".join(missing) + " (.ci/run installs them)"
     SHOTS.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="course-hub-", dir="/tmp"))
-    os.chmod(root, 0o755)
-    tag = secrets.token_hex(3)
-    names = [f"h{tag}t", f"h{tag}ada", f"h{tag}bob"]       # instructor, ada, bob
-    passwords = {name: secrets.token_urlsafe(12) for name in names}
-    roster = root / "roster.txt"
-    roster.write_text(f"instructor {names[0]} {passwords[names[0]]}\n" +
-                      "".join(f"student {n} {passwords[n]}\n" for n in names[1:]))
-    layout = Layout.at(root / "hub")
-    process = None
-    try:
-        prepare.prepare(layout, roster)
-        port = free_port()
-        env = {**os.environ, "COURSE_HUB_ROOT": str(layout.root), "COURSE_HUB_IP": "127.0.0.1",
-               "COURSE_HUB_PORT": str(port),
-               "COURSE_HUB_INTERNAL_PORTS": f"{free_port()},{free_port()}",
-               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-        log = open(root / "jupyterhub.log", "w")
-        process = subprocess.Popen([str(Path(sys.executable).parent / "jupyterhub"), "-f",
-                                    str(ROOT / "hub" / "jupyterhub_config.py")],
-                                   cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, (root / "jupyterhub.log").read_text()[-3000:]
-            try:
-                if requests.get(f"{url}/hub/api", timeout=5).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert time.monotonic() < deadline, "the hub did not answer within 120 s"
-            time.sleep(0.5)
-        yield Hub(layout, url, process, names, passwords)
-    finally:
-        if process is not None:
-            process.send_signal(signal.SIGTERM)          # stops the proxy and the users' servers
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-            shutil.copy(root / "jupyterhub.log", SHOTS / "jupyterhub.log")
-        accounts.remove(layout, names)
-        shutil.rmtree(root, ignore_errors=True)
+    with LocalHub(students=["ada", "bob"], log_copy=SHOTS / "jupyterhub.log") as local:
+        yield local
 
 
 # -- the browser ------------------------------------------------------------------
@@ -276,3 +201,87 @@ def test_a_class_on_the_hub_in_a_browser(hub):
         pages_text = {name: student_reads_feedback(pages[name], hub, name, scores[name]) for name in (ada, bob)}
         assert pages_text[ada] != pages_text[bob]
         browser.close()
+
+
+def test_students_cannot_read_what_is_not_theirs(hub):
+    """Each student, with their server's rights, tries the other's work and every instructor file."""
+    teacher = hub.instructor
+    grader, course = hub.layout.grader(teacher), hub.layout.course_dir(teacher)
+    for me, other in (hub.students, hub.students[::-1]):
+        other_home = hub.layout.home(other)
+        forbidden = [other_home / "05_gru" / "05_gru.ipynb", other_home, course / "gradebook.db",
+                     course / "source" / "05_gru" / "05_gru.ipynb", course / "submitted",
+                     grader / "solutions" / "05_gru.ipynb", grader / "solutions",
+                     grader / "autograder" / "reference" / "ch05_gru.py", grader / "autograder" / "reference",
+                     hub.layout.exchange / COURSE_ID / "inbound", hub.layout.state / "jupyterhub.sqlite"]
+        allowed = [hub.layout.home(me) / "05_gru" / "05_gru.ipynb", hub.layout.release / "course" / "cell.py"]
+        for path in forbidden + allowed:
+            assert path.exists(), path                   # a missing path would prove nothing
+            tried = hub.run_as(me, TRY_READ + f"print(json.dumps(try_all({[str(p) for p in forbidden + allowed]!r})))")
+        refused = {path: tried[str(path)] for path in forbidden}
+        assert set(refused.values()) == {"PermissionError"}, refused
+        assert all(tried[str(path)] == "read" for path in allowed), tried
+
+
+TRY_READ = '''
+import json, os
+def try_all(paths):
+    out = {}
+    for path in paths:
+        try:
+            os.listdir(path) if os.path.isdir(path) else open(path, "rb").read(1)
+            out[path] = "read"
+        except Exception as err:
+            out[path] = type(err).__name__
+    return out
+'''
+
+
+def test_collect_takes_only_what_the_student_wrote(hub):
+    """Submissions planted in the exchange by hand, bypassing `nbgrader submit`, collected through the hub."""
+    teacher = hub.login(hub.instructor)
+    ada, bob = hub.students
+    inbound = hub.layout.exchange / COURSE_ID / "inbound"
+    solutions = hub.layout.grader(hub.instructor) / "solutions"
+    submitted = hub.layout.course_dir(hub.instructor) / "submitted"
+    stamp = lambda k: f"2020-01-01 00:00:{k:02d}.000000 UTC"      # each plant newer than the last, older than now
+
+    plants = {   # what ada leaves in inbound, as code run with her rights
+        "symlinked submission": f"os.symlink({str(solutions)!r}, f'{{inbound}}/{ada}+03_lstm+{stamp(1)}+a')",
+        "symlinked notebook": f"d = f'{{inbound}}/{ada}+03_lstm+{stamp(2)}+b'; os.mkdir(d); "
+                              f"os.symlink({str(solutions / '03_lstm.ipynb')!r}, d + '/03_lstm.ipynb')",
+        "FIFO notebook": f"d = f'{{inbound}}/{ada}+03_lstm+{stamp(3)}+c'; os.mkdir(d); os.mkfifo(d + '/03_lstm.ipynb')",
+        "submission in another's name": f"d = f'{{inbound}}/{bob}+03_lstm+{stamp(4)}+d'; os.mkdir(d); "
+                                        "open(d + '/03_lstm.ipynb', 'w').write('{}')",
+    }
+    # the attack is real: nbgrader's own collect takes the solutions for ada's
+    plant(hub, ada, inbound, plants["symlinked submission"])
+    stock = hub.layout.course_dir(hub.instructor) / "stock-collect"
+    run = accounts.as_user(hub.instructor, ["nbgrader", "collect", "03_lstm", f"--Exchange.root={hub.layout.exchange}",
+                           "--ExchangeFactory.collect=nbgrader.exchange.default.collect.ExchangeCollect",
+                           "--CourseDirectory.submitted_directory=stock-collect"],
+                           cwd=hub.layout.course_dir(hub.instructor),
+                           env=prepare.server_env(hub.layout, hub.instructor), capture_output=True, text=True,
+                           timeout=120)
+    assert (stock / ada / "03_lstm" / "05_gru.ipynb").exists(), run.stdout + run.stderr
+    shutil.rmtree(stock)
+
+    for attack, code in plants.items():
+        if attack != "symlinked submission":
+            plant(hub, ada, inbound, code)
+        log = teacher.formgrader("assignment/03_lstm/collect", f"collect ({attack})")["log"]
+        assert "Refused the submission" in log, (attack, log)
+        assert not (submitted / ada / "03_lstm").exists() and not (submitted / bob / "03_lstm").exists(), attack
+
+    # an honest submission after all that is collected
+    me = hub.login(ada)
+    me.assignment_action("fetch", COURSE_ID, "03_lstm")
+    me.assignment_action("submit", COURSE_ID, "03_lstm")
+    log = teacher.formgrader("assignment/03_lstm/collect", "collect the honest one")["log"]
+    notebook = submitted / ada / "03_lstm" / "03_lstm.ipynb"
+    assert notebook.is_file() and not notebook.is_symlink(), log
+    assert "BEGIN SOLUTION" not in notebook.read_text()
+
+
+def plant(hub, name, inbound, code):
+    hub.run_as(name, f"import json, os\ninbound = {str(inbound)!r}\n{code}\nprint(json.dumps('ok'))")
