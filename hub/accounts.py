@@ -18,6 +18,7 @@ import pwd
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -104,7 +105,12 @@ def create(layout: Layout, accounts: list) -> list:
 def remove(layout: Layout, names: list):
     for name in names:
         if exists(name):
-            subprocess.run(["pkill", "-KILL", "-u", name], check=False)     # their servers, kernels
+            pids = subprocess.run(["pgrep", "-u", name], capture_output=True, text=True).stdout.split()
+            for pid in pids:                             # what is left of their servers and kernels
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             subprocess.run(["userdel", name], check=False, capture_output=True)
         shutil.rmtree(layout.home(name), ignore_errors=True)
 

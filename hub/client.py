@@ -47,12 +47,13 @@ class HubUser:
             self._check(reply, "start a server")
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            user = self._check(self.api.get(f"{self.url}/hub/api/users/{self.name}", timeout=60),
-                               "read its state").json()
-            server = user.get("servers", {}).get("", {})
-            if server.get("ready"):
+            try:
+                reply = self.api.get(f"{self.url}/hub/api/users/{self.name}", timeout=60)
+            except requests.Timeout:          # a hub busy starting a class: ask again
+                continue
+            if self._check(reply, "read its state").json().get("servers", {}).get("", {}).get("ready"):
                 return
-            time.sleep(0.5)
+            time.sleep(1)
         raise HubError(f"{self.name}'s server did not start within {timeout_s} s")
 
     def stop_server(self):

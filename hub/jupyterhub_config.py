@@ -25,6 +25,7 @@ c.JupyterHub.bind_url = f"http://{ip}:{port}"
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = hub_api_port
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{proxy_api_port}"
+c.ConfigurableHTTPProxy.pid_file = str(layout.state / "jupyterhub-proxy.pid")
 c.JupyterHub.db_url = f"sqlite:///{layout.state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(layout.state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(layout.state / "jupyterhub.pid")

@@ -41,8 +41,8 @@ class PrepareError(RuntimeError):
 
 def check_reachable(root: Path):
     """Students' servers run as the students: every folder above the root must let them through."""
-    for folder in [root, *root.parents]:
-        if folder.exists() and not reachable_by_all(folder):
+    for folder in reversed([root, *root.parents]):     # from / down: name the first that stops them
+        if folder.exists() and not folder.stat().st_mode & stat.S_IXOTH:
             raise PrepareError(f"{folder} is not traversable by other users (mode "
                                f"{stat.filemode(folder.stat().st_mode)}), so students could not reach "
                                f"the course environment under {root}: choose a root outside it "
@@ -196,11 +196,11 @@ def main(argv=None) -> int:
     parser.add_argument("--roster", required=True, help="instructor and students, one a line (hub/roster.example)")
     parser.add_argument("--root", help="the hub's root folder (default: $COURSE_HUB_ROOT or /srv/rnnlm-course)")
     args = parser.parse_args(argv)
-    if os.geteuid() != 0:
-        print("error: preparing the hub makes Unix accounts: run it as root (sudo make hub)", file=sys.stderr)
-        return 2
     layout = Layout.at(args.root)
     try:
+        accounts.read_roster(Path(args.roster))            # a mistake is named before anything is made
+        if os.geteuid() != 0:
+            raise PrepareError("preparing the hub makes Unix accounts: run it as root (sudo make hub)")
         roles = prepare(layout, Path(args.roster))
     except (OSError, accounts.RosterError, PrepareError) as err:
         print(f"error: {err}", file=sys.stderr)

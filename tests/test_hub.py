@@ -55,6 +55,25 @@ def requirements_missing() -> list:
     return missing
 
 
+def test_a_roster_mistake_is_named_with_its_line_and_fix(tmp_path, capsys):
+    roster = tmp_path / "roster.txt"
+    for text, says in [("instructor teacher\nstudnet ada\n", "line 2: expected 'instructor NAME [PASSWORD]'"),
+                       ("instructor teacher\nstudent Ada+1\n", "'Ada+1' is not a usable account name: use lower-case"),
+                       ("student ada\n", "name exactly one instructor (found 0)"),
+                       ("instructor teacher\nstudent ada\nstudent ada\n", "a name appears twice: ada")]:
+        roster.write_text(text)
+        assert prepare.main(["--roster", str(roster), "--root", str(tmp_path / "hub")]) == 2
+        assert says in capsys.readouterr().err
+    assert not (tmp_path / "hub").exists()             # nothing made from a wrong roster
+
+
+def test_a_root_students_cannot_reach_is_refused(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    with pytest.raises(prepare.PrepareError, match="not traversable by other users"):
+        prepare.check_reachable(private / "hub")
+
+
 @pytest.fixture(scope="module")
 def hub():
     missing = requirements_missing()
