@@ -18,14 +18,17 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 ## make demo: the main job: train a small LSTM language model on the course corpus,
-## then the instructor flow on the sample class (release, autograde, grade table)
+## then the instructor's flow on a small class (a correct, a wrong and a cheating
+## submission): release, autograde into nbgrader's gradebook, feedback, grade table
+DEMO_CLASS := correct,wrong_gate_order,probe_patched
 demo: $(STAMP)
 	$(PY) -m course train --cell lstm --corpus course --epochs 2 --batch-size 32 \
 	    --embed 64 --hidden 128 --out runs/demo
 	$(PY) -m autograder.grade release
-	$(PY) -m autograder.grade autograde autograder/samples/submissions --workers $(WORKERS)
-	$(PY) -m autograder.grade feedback
-	$(PY) -m autograder.grade grades
+	$(PY) -m autograder.grade autograde autograder/samples/submissions --students $(DEMO_CLASS) \
+	    --workers $(WORKERS) --course runs/demo-course
+	$(PY) -m autograder.grade feedback --course runs/demo-course
+	$(PY) -m autograder.grade grades --course runs/demo-course
 
 ## make test: the whole test suite (both cores: DyNet uses one per process)
 test: $(STAMP)
