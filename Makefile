@@ -60,6 +60,7 @@ bench: $(STAMP)
 	$(PY) bench/notebook_times.py
 	$(PY) bench/grading_speed.py
 	$(PY) bench/models.py
+	$(PY) bench/hub_load.py
 
 ## make hub: the course on a JupyterHub on this machine (as root; docs/teaching.md). ROSTER lists
 ## the accounts (hub/roster.example); HUB_ROOT is where the hub keeps everything; it listens on

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import re
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -76,9 +78,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=30)
     args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        print("error: bench/hub_load.py makes Unix accounts for its students: run it as root "
+              "(sudo .venv/bin/python bench/hub_load.py)", file=sys.stderr)
+        return 2
     solution = next(c.source for c in nbformat.read(ROOT / "solutions" / "05_gru.ipynb", as_version=4).cells
                     if c.metadata.get("nbgrader", {}).get("grade_id") == "gru_step")
 
+    load_before = os.getloadavg()[1]
     with LocalHub(students=[f"s{k:02d}" for k in range(args.students)]) as hub:
         teacher = hub.login(hub.instructor)
         teacher.start_server()
@@ -191,7 +198,9 @@ def main(argv=None) -> int:
     body = (f"{n} students at once against one hub on loopback (JupyterHub, configurable-http-proxy, "
             f"one server per student as their own Unix user), through the hub's REST API and nbgrader's "
             f"exchange. Grading: nbgrader autograde as the course's configuration runs it "
-            f"(autograder/nbgrader_config.py), started from formgrader's API.\n\n" + table(["what", "measured"], rows))
+            f"(autograder/nbgrader_config.py), started from formgrader's API. The machine's load average "
+            f"(5 minutes) was {load_before:.1f} before the run and {os.getloadavg()[1]:.1f} after it "
+            f"(every process on the machine counts, not only this run).\n\n" + table(["what", "measured"], rows))
     report("hub_load", "A class on the hub at once", body, f"sudo .venv/bin/python bench/hub_load.py --students {n}")
     return 0 if not failures and arrived == n and not crossed and not feedback_crossed and feedback_arrived == n else 1
 

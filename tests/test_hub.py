@@ -3,7 +3,8 @@
 One hub on free loopback ports, an instructor and two students (real Unix accounts,
 removed afterwards). The students work in a real browser (Playwright driving Debian's
 chromium): log in, open the Assignments tab, fetch 05_gru, fill gru_step (ada
-correctly, bob with the update gate exchanged), save, submit; the instructor
+correctly, bob with the update gate exchanged), save, run the visible check in their
+own kernel, submit; the instructor
 collects, autogrades (whatever the course's nbgrader configuration runs) and releases
 feedback through formgrader's API; each student fetches it and reads their own score
 and check messages, and no hidden test. Screenshots of every step land in
@@ -118,6 +119,20 @@ def fill_gru_step(page, hub, name, mix):
     return cell
 
 
+def run_visible_check(page, right):
+    """Run the notebook down to gru_step's visible check in the student's own kernel: the
+    course environment is all a student needs."""
+    check = page.locator(".jp-CodeCell").filter(has_text='print("gru_step: right values on a fixed input")')
+    check.locator(".cm-line").first.click()
+    page.get_by_text("Run", exact=True).first.click()
+    page.get_by_text("Run All Above Selected Cell", exact=True).first.click()
+    check.locator(".jp-InputPrompt").first.click()       # the check cell itself, in command mode
+    page.keyboard.press("Shift+Enter")
+    expected = "gru_step: right values on a fixed input" if right else "AssertionError"
+    check.locator(".jp-OutputArea").get_by_text(expected).first.wait_for(timeout=240_000)
+    return check.locator(".jp-OutputArea").inner_text()
+
+
 def student_round_trip(browser, hub, name, mix, step):
     """Log in, Assignments tab, fetch 05_gru, fill gru_step, save, submit."""
     page = browser.new_page(viewport={"width": 1280, "height": 860})
@@ -132,6 +147,12 @@ def student_round_trip(browser, hub, name, mix, step):
 
     fill_gru_step(page, hub, name, mix)
     shot(page, f"{step}-{name}-3-answer")
+    output = run_visible_check(page, mix == RIGHT)
+    shot(page, f"{step}-{name}-3b-visible-check")
+    if mix == RIGHT:
+        assert "right values on a fixed input" in output and "Error" not in output, output
+    else:                                   # the visible check tells bob (the traceback quotes its print)
+        assert "AssertionError: h after two steps" in output, output
     deadline = time.monotonic() + 30
     while not any(mix in cell["source"] and "def gru_step" in cell["source"]
                   for cell in hub.login(name).read_file("05_gru/05_gru.ipynb")["content"]["cells"]):
