@@ -29,11 +29,22 @@ def full_submission(folder: Path) -> Path:
     return folder
 
 
+def class_of(size: int, folder: Path) -> Path:
+    """The sample class, its students repeated under new names until it has ``size``
+    submissions (links kept as links: they are attacks too)."""
+    samples = sorted((ROOT / "autograder" / "samples" / "submissions").iterdir())
+    for i in range(size):
+        source = samples[i % len(samples)]
+        shutil.copytree(source, folder / f"{source.name}-{i // len(samples) + 1}", symlinks=True)
+    return folder
+
+
 def main():
     import argparse
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--what", default="notebook,full,class")
+    parser.add_argument("--class-size", type=int, default=50)
     args = parser.parse_args()
     from autograder import exercises, grade
     from course import runtime
@@ -47,7 +58,8 @@ def main():
         full = full_submission(Path(tmp, "full"))
         chosen = {"notebook": ("one honest notebook (05_gru)", one),
                   "full": (f"one full submission ({len(list((full / 'student').glob('*.ipynb')))} chapters)", full),
-                  "class": (f"the sample class ({len(list(samples.iterdir()))} submissions)", samples)}
+                  "class": (f"a class of {args.class_size} (the {len(list(samples.iterdir()))} sample "
+                            "submissions, repeated)", class_of(args.class_size, Path(tmp, "class")))}
         for key in args.what.split(","):
             label, folder = chosen[key]
             for workers in (int(w) for w in args.workers.split(",")):
@@ -68,7 +80,8 @@ def main():
             "a notebook that loops costs the limit of the cell or check that loops.\n\n"
             + table(["what", "workers", "seconds", "median s per notebook", "max s", "points", "statuses"], rows))
     report("grading_speed", "Grading speed", body,
-           f"python bench/grading_speed.py --workers {args.workers} --what {args.what}")
+           f"python bench/grading_speed.py --workers {args.workers} --what {args.what} "
+           f"--class-size {args.class_size}")
 
 
 if __name__ == "__main__":
