@@ -60,6 +60,20 @@ bench: $(STAMP)
 	$(PY) bench/notebook_times.py
 	$(PY) bench/grading_speed.py
 	$(PY) bench/models.py
+	$(PY) bench/hub_load.py
+
+## make hub: the course on a JupyterHub on this machine (as root; docs/teaching.md). ROSTER lists
+## the accounts (hub/roster.example); HUB_ROOT is where the hub keeps everything; it listens on
+## HUB_IP:HUB_PORT (loopback unless told: for a class, HUB_IP=0.0.0.0 behind TLS).
+.PHONY: hub
+ROSTER   ?= hub/roster.example
+HUB_ROOT ?= /srv/rnnlm-course
+HUB_IP   ?= 127.0.0.1
+HUB_PORT ?= 8000
+hub: $(STAMP)
+	$(PY) -m hub.prepare --roster $(ROSTER) --root $(HUB_ROOT)
+	COURSE_HUB_ROOT=$(HUB_ROOT) COURSE_HUB_IP=$(HUB_IP) COURSE_HUB_PORT=$(HUB_PORT) \
+	    $(VENV)/bin/jupyterhub -f hub/jupyterhub_config.py
 
 ## make book: the self-study book, lectures executed (outputs cached), in _build/html/
 .PHONY: book
