@@ -85,4 +85,4 @@ dynet-gpu:
 	bash gpu/build.sh
 
 clean:
-	rm -rf runs release autograder/work .pytest_cache
+	rm -rf runs release autograder/work _build .pytest_cache
