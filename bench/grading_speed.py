@@ -77,7 +77,9 @@ def main():
     body = ("Wall seconds for `grade.autograde` (intake, the confined grader with N workers, then "
             "`nbgrader autograde` per chapter writing the gradebook); the course directory is prepared "
             "beforehand and not timed. Per-notebook seconds are the trusted grader's own (median, max): "
-            "a notebook that loops costs the limit of the cell or check that loops.\n\n"
+            "a notebook that loops costs the limit of the cell or check that loops. The full submission is "
+            "every solution notebook; its capstone comes without the saved model it must submit beside it, "
+            "so it earns 0 of its 10 points.\n\n"
             + table(["what", "workers", "seconds", "median s per notebook", "max s", "points", "statuses"], rows))
     report("grading_speed", "Grading speed", body,
            f"python bench/grading_speed.py --workers {args.workers} --what {args.what} "
