@@ -122,7 +122,7 @@ def fill_gru_step(page, hub, name, mix):
 def run_visible_check(page, right):
     """Run the notebook down to gru_step's visible check in the student's own kernel: the
     course environment is all a student needs."""
-    check = page.locator(".jp-CodeCell").filter(has_text='print("gru_step: right values on a fixed input")')
+    check = page.locator(".jp-CodeCell").filter(has_text='print("gru_step: right values on a fixed input')
     check.locator(".cm-line").first.click()
     page.get_by_text("Run", exact=True).first.click()
     page.get_by_text("Run All Above Selected Cell", exact=True).first.click()
