@@ -16,8 +16,8 @@ to warm up). Each row runs in its own worker process (DyNet chooses CPU or GPU a
 
 Rows: DyNet on one CPU core and on the GPU with the course's LSTM (the hand-written cell
 of bench/ptb.py, one matrix per gate), DyNet's own VanillaLSTMBuilder on the GPU (one
-stacked gate matrix: fewer, larger kernels), PyTorch's ``nn.LSTM`` on the GPU (cuDNN)
-and on one CPU thread. A row that cannot run here (no GPU, no CUDA DyNet, no PyTorch)
+stacked gate matrix: fewer, larger kernels), PyTorch's ``nn.LSTM`` on the GPU (cuDNN,
+float32 with TF32 off, as DyNet computes) and on one CPU thread. A row that cannot run here (no GPU, no CUDA DyNet, no PyTorch)
 says why in the table instead of a number.
 
 The text is Penn Treebank's training split when a copy is found (``--ptb DIR``,
@@ -138,6 +138,9 @@ def torch_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
     if gpu and not torch.cuda.is_available():
         skip(f"PyTorch {torch.__version__} sees no GPU (torch.cuda.is_available() is False)")
     device = torch.device("cuda" if gpu else "cpu")
+    # float32 arithmetic throughout, as DyNet's: no TF32 in cuDNN's LSTM or in the matrix products.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     if not gpu:
         torch.set_num_threads(1)       # DyNet's CPU row uses one core too
     torch.manual_seed(config["seed"])
@@ -363,7 +366,7 @@ def write_results(results: dict, rounds_done: int, args, text: str, out: Path, q
             f"fresh process, one untimed warm-up segment first; {args.segments_cpu} timed segments per "
             f"CPU row, {args.segments_gpu} per GPU row. DyNet rows: bench/ptb.py's training code; "
             f"DyNet's CPU row uses one core, as DyNet does; PyTorch's CPU row is held to one thread "
-            f"to match.\n\n"
+            f"to match, and PyTorch computes in float32 as DyNet does (TF32 off).\n\n"
             + speed_table(summary) + "\n\n## Goals (issue 22)\n\n" + goals(summary)
             + "\n\n## Versions\n\n" + versions(summary))
     command = (f"python bench/gpu_speed.py --configs {args.configs} --rows {args.rows} --rounds {args.rounds} "
