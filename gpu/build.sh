@@ -252,7 +252,7 @@ fi
 elapsed=$(( $(date +%s) - started ))
 printf 'GPU DyNet built and installed in %dm%02ds (%d jobs, architectures %s).\n' \
   $((elapsed / 60)) $((elapsed % 60)) "$JOBS" "$CUDA_ARCHS" | tee "$WORK/build-time.txt"
-echo "Use it: .venv-gpu/bin/python -m course ... --gpu   (or COURSE_GPU=1)"
+echo "Use it: $VENV/bin/python -m course ... --gpu   (or COURSE_GPU=1)"
 }
 
 main "$@"
