@@ -115,34 +115,37 @@ step_grading() {
     rm -rf "$DEV/grading-$device"
     ( if [ "$device" = gpu ]; then export COURSE_GPU=1; else unset COURSE_GPU; fi
       "$VENV/bin/python" - "$DEV/grading-$device" <<'EOF' > "$RES/grading-$device.log" 2>&1
-import sys
+import json, sys
 from pathlib import Path
 from autograder import grade
-grade.print_table(grade.autograde(Path("autograder/samples/submissions"), work=Path(sys.argv[1]),
-                                  workers=8, cell_timeout=60))
+folder = Path(sys.argv[1])
+records = grade.autograde(Path("autograder/samples/submissions"), course=folder / "course", workers=8)
+grade.print_table(records)
+(folder / "records.json").write_text(json.dumps(records))
 EOF
     ) &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   tail -n 30 "$RES/grading-cpu.log" "$RES/grading-gpu.log"
-  "$VENV/bin/python" - "$DEV/grading-cpu/results" "$DEV/grading-gpu/results" "$RES/grading_compare.md" <<'EOF' || status=1
+  "$VENV/bin/python" - "$DEV/grading-cpu/records.json" "$DEV/grading-gpu/records.json" "$RES/grading_compare.md" <<'EOF' || status=1
 import json, sys
 from pathlib import Path
-cpu_dir, gpu_dir, out = map(Path, sys.argv[1:])
-def records(folder):
-    return {(p.parent.name, p.stem): json.loads(p.read_text()) for p in folder.glob("*/*.json")}
-cpu, gpu = records(cpu_dir), records(gpu_dir)
+cpu_file, gpu_file, out = map(Path, sys.argv[1:])
+def records(path):
+    return {(r["student"], r["notebook"]): r for r in json.loads(path.read_text())} if path.exists() else {}
+def checks(r):
+    return {name: bool(problems) for c in r.get("cells", []) for name, problems in c["checks"].items()}
+cpu, gpu = records(cpu_file), records(gpu_file)
 rows, differ = [], 0
 for key in sorted(set(cpu) | set(gpu)):
     a, b = cpu.get(key, {}), gpu.get(key, {})
-    same = all(a.get(f) == b.get(f) for f in ("status", "score", "max_score", "nbgrader_score"))
+    same = all(a.get(f) == b.get(f) for f in ("status", "score", "max_score")) and checks(a) == checks(b)
     differ += not same
     rows.append(f"| {key[0]} | {key[1]} | {a.get('status')} {a.get('score')}/{a.get('max_score')} "
-                f"(nbgrader {a.get('nbgrader_score')}) | {b.get('status')} {b.get('score')}/{b.get('max_score')} "
-                f"(nbgrader {b.get('nbgrader_score')}) | {'same' if same else 'DIFFERENT'} |")
+                f"| {b.get('status')} {b.get('score')}/{b.get('max_score')} | {'same' if same else 'DIFFERENT'} |")
 text = ("# The sample class graded on the CPU and with COURSE_GPU=1\n\n"
-        f"{len(rows)} submissions; {differ} differ in status, score or nbgrader's score.\n\n"
+        f"{len(rows)} submissions; {differ} differ in status, score or a check's verdict.\n\n"
         "| student | notebook | CPU | COURSE_GPU=1 | |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 out.write_text(text)
 print(text)
