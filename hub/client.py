@@ -63,6 +63,9 @@ class HubUser:
         """Call the user's own server at /user/NAME/PATH."""
         reply = self.api.request(method, f"{self.url}/user/{self.name}/{path.lstrip('/')}",
                                  timeout=timeout, **kwargs)
+        if reply.status_code in (403, 424, 503):        # the hub answering for a server that is not there?
+            state = self.api.get(f"{self.url}/hub/api/users/{self.name}", timeout=60)
+            doing += f" (the hub says of {self.name}'s servers: {state.text[:300]})"
         return self._check(reply, doing)
 
     # Jupyter's contents API

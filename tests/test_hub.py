@@ -280,6 +280,7 @@ def try_all(paths):
 def test_collect_takes_only_what_the_student_wrote(hub):
     """Submissions planted in the exchange by hand, bypassing `nbgrader submit`, collected through the hub."""
     teacher = hub.login(hub.instructor)
+    teacher.start_server()                                     # running since the class test, unless that one failed
     ada, bob = hub.students
     inbound = hub.layout.exchange / COURSE_ID / "inbound"
     solutions = hub.layout.grader(hub.instructor) / "solutions"
