@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 ## then the instructor flow on the sample class (release, autograde, grade table)
 demo: $(STAMP)
 	$(PY) -m course train --cell lstm --corpus course --epochs 2 --batch-size 32 \
-	    --embed 64 --hidden 128 --out runs/demo
+	    --embed 64 --hidden 128 --out runs/demo --overwrite
 	$(PY) -m autograder.grade release
 	$(PY) -m autograder.grade autograde autograder/samples/submissions --workers $(WORKERS)
 	$(PY) -m autograder.grade feedback
