@@ -23,13 +23,12 @@ def _number(kind, low=None, high=None, low_open=False, example=""):
         try:
             value = kind(text)
         except ValueError:
-            value = None
-        ok = value is not None and math.isfinite(value) and not (
-            low is not None and (value <= low if low_open else value < low)) and not (
-            high is not None and value > high)
-        if not ok:
-            bounds = (f"> {low:g}" if low_open else f">= {low:g}") if low is not None else ""
-            bounds += (" and " if bounds and high is not None else "") + (f"<= {high:g}" if high is not None else "")
+            value = math.nan
+        above = low is None or value > low or (value == low and not low_open)
+        if not (math.isfinite(value) and above and (high is None or value <= high)):
+            bounds = [f"> {low:g}" if low_open else f">= {low:g}"] if low is not None else []
+            bounds += [f"<= {high:g}"] if high is not None else []
+            bounds = " and ".join(bounds)
             raise argparse.ArgumentTypeError(
                 f"got {text!r}; give {'an integer' if kind is int else 'a number'} {bounds}{example}")
         return value
@@ -86,21 +85,24 @@ def _unknown(sentences, vocab) -> tuple[int, int]:
     return n_unknown, sum(map(len, sentences))
 
 
-def _yardstick(model_ppl: dict, splits: dict, vocab, label: str) -> dict:
-    """Print the model's perplexities beside the unigram's and Kneser-Ney trigram's."""
+def _yardstick(splits: dict, vocab, scored) -> dict:
+    """Unigram and Kneser-Ney trigram perplexities of the ``scored`` splits, trained on the
+    training split with ``vocab`` (cached: see :func:`course.ngram.yardstick`)."""
     from course.ngram import yardstick
-    numbers = yardstick(splits["train"], splits["valid"], vocab,
-                        {name: splits[name] for name in model_ppl})
+    return yardstick(splits["train"], splits["valid"], vocab, {name: splits[name] for name in scored})
+
+
+def _print_table(model_ppl: dict, yardstick: dict, label: str) -> None:
+    """The model's perplexities beside the yardstick's, and a note if the unigram wins."""
     names = list(model_ppl)
     print(f"{'held-out perplexity':<34}" + "".join(f"{n:>10}" for n in names))
     print(f"  {label:<32}" + "".join(f"{model_ppl[n]:10.2f}" for n in names))
-    for baseline, ppl in numbers.items():
+    for baseline, ppl in yardstick.items():
         print(f"  {baseline:<32}" + "".join(f"{ppl[n]:10.2f}" for n in names))
-    worse = [n for n in names if model_ppl[n] > numbers["unigram"][n]]
+    worse = [n for n in names if model_ppl[n] > yardstick["unigram"][n]]
     if worse:
         print(f"note: the model is worse than the unigram on {' and '.join(worse)}: it needs more "
               "training (--epochs, --max-tokens) or another learning rate.")
-    return numbers
 
 
 # --------------------------------------------------------------------------- train
@@ -220,7 +222,8 @@ def _train(settings: dict, metrics: dict, args, out: Path | None) -> int:
               + (" (Adam's moment estimates start again from zero: see the README)"
                  if settings["optimizer"] == "adam" and (state.batch or state.epoch > 1) else ""))
     else:
-        state, model = None, _new_model(settings, cell, Vocab.build(full_train, max_size=settings["vocab_size"]))
+        state = None
+        model = _new_model(settings, cell, Vocab.build(full_train, max_size=settings["vocab_size"]))
         vocab = model.vocab
     sizes = " / ".join(f"{len(splits[s]):,}" for s in corpora.SPLITS)
     print(f"corpus {settings['corpus']} ({settings['unit']}s): {sizes} sentences, "
@@ -235,6 +238,10 @@ def _train(settings: dict, metrics: dict, args, out: Path | None) -> int:
                  + ", ".join(f"{split} {rate:.1%}" for split, rate in unknown.items()))
     for note in notes:
         print(f"  {note}")
+    # computed before training, while DyNet's memory is small: its counts never add to training's peak
+    yardstick = _yardstick(splits, vocab, ("valid", "test"))
+    print("yardstick (perplexity to beat): " + "; ".join(
+        f"{name} valid {ppl['valid']:.2f}, test {ppl['test']:.2f}" for name, ppl in yardstick.items()))
     info = {"data": {**{k: settings[k] for k in DATA}, "train_sha256": data_sha,
                      "corpus_sha256": corpora.fingerprint(settings["corpus"])},
             "unknown": unknown}
@@ -270,7 +277,7 @@ def _train(settings: dict, metrics: dict, args, out: Path | None) -> int:
         print(f"stopped {where}; saved in {out / 'resume'}. Continue with:\n"
               f"  python -m course train --resume {out}")
         return INTERRUPTED
-    return _finish(model, splits, settings, metrics, out, args)
+    return _finish(model, splits, settings, metrics, out, yardstick)
 
 
 def _new_model(settings: dict, cell, vocab):
@@ -295,7 +302,7 @@ class _NoInterrupts:
         return False
 
 
-def _finish(model, splits, settings, metrics, out, args) -> int:
+def _finish(model, splits, settings, metrics, out, yardstick) -> int:
     from course import lm, runtime
     history = metrics["history"]
     best = len(history)
@@ -307,7 +314,7 @@ def _finish(model, splits, settings, metrics, out, args) -> int:
         if best != len(history):
             model.restore(out / "checkpoint")
     ppl = {"valid": history[best - 1]["valid_ppl"], "test": lm.evaluate(model, splits["test"])}
-    yardstick = _yardstick(ppl, splits, model.vocab, f"this model (epoch {best})")
+    _print_table(ppl, yardstick, f"this model (epoch {best})")
     if settings["corpus"] == "course" and settings["unit"] == "word":
         from course.grammar import floor_perplexity
         print(f"the grammar's floor (no model can beat it in expectation): test {floor_perplexity('test'):.2f}")
@@ -373,7 +380,8 @@ def cmd_evaluate(args, given: set) -> int:
     print(f"{corpus} {args.split}: perplexity {ppl:.2f}")
     if own:
         splits = read_splits(trained_on)[0]
-        _yardstick({args.split: ppl}, {**splits, args.split: sentences}, model.vocab, "this model")
+        yardstick = _yardstick({**splits, args.split: sentences}, model.vocab, (args.split,))
+        _print_table({args.split: ppl}, yardstick, "this model")
     else:
         print("(the yardstick, unigram and Kneser-Ney trigram, is trained on the model's own corpus: "
               "leave out --corpus to see it)")

@@ -330,7 +330,6 @@ class RNNLM:
             if not (directory / name).is_file():
                 raise FileNotFoundError(f"{directory} is not a checkpoint: {name} is missing "
                                         "(save one with RNNLM.save or `python -m course train --out DIR`).")
-        read_record(directory)
         try:
             config = Config(**read_json(directory / "config.json", dict))
         except TypeError as err:
@@ -370,11 +369,10 @@ def _saved_cell(config: Config) -> Cell:
         raise ValueError(f"the model's cell {config.cell!r} is hand-written: pass it in, "
                          f"RNNLM.load(directory, cell=...) (DyNet's builders {sorted(BUILDERS)} "
                          "rebuild by name).")
-    cell = load_cell(f"{source}:{config.extra['cell_function']}")
-    if sha256_of(source) != config.extra.get("cell_sha256"):
-        raise CheckpointError(f"{source}, the file the model's cell comes from, has changed since the "
-                              "model was trained: restore it, or train again.")
-    return cell
+    if not Path(source).is_file() or sha256_of(source) != config.extra.get("cell_sha256"):
+        raise CheckpointError(f"{source}, the file the model's cell comes from, is missing or has changed "
+                              "since the model was trained: restore it, or train again.")
+    return load_cell(f"{source}:{config.extra['cell_function']}")
 
 
 def resolve_cell(name: str) -> "str | Cell":

@@ -157,7 +157,8 @@ def test_ctrl_c_saves_and_resume_continues_exactly(tmp_path, env):
     drop = ("seconds", "tokens_per_s")
     assert [{k: v for k, v in r.items() if k not in drop} for r in a["history"]] == \
         [{k: v for k, v in r.items() if k not in drop} for r in b["history"]]
-    assert (stopped / "checkpoint" / "params.dy").read_bytes() == (whole / "checkpoint" / "params.dy").read_bytes()
+    params = [(run / "checkpoint" / "params.dy").read_bytes() for run in (stopped, whole)]
+    assert params[0] == params[1]
 
 
 def test_resume_with_adam_continues_but_says_its_moments_restart(tmp_path, env):
@@ -248,7 +249,8 @@ def test_metrics_and_checkpoint_that_do_not_belong_together_are_refused(trained,
 
 
 def test_evaluate_on_a_foreign_corpus_shows_and_limits_unknown_words(trained, env):
-    foreign = course(env, "evaluate", trained, "--corpus", "course", "--split", "valid", "--max-sentences", "300")
+    foreign = course(env, "evaluate", trained, "--corpus", "course", "--split", "valid",
+                     "--max-sentences", "300")
     refused(foreign, "unknown to the model", "--max-unknown")
     assert "are not in the model's vocabulary" in foreign.stdout
     anyway = course(env, "evaluate", trained, "--corpus", "course", "--split", "valid",
@@ -261,7 +263,8 @@ def test_a_checkpoint_saved_without_its_corpus_needs_corpus(tmp_path, env):
     script = ("from course import runtime; runtime.init(seed=1)\n"
               "from course import lm; from course.data import Vocab\n"
               "lm.RNNLM(Vocab.build([['a', 'cat']]), 'srnn', 4, 4).save('plain')\n")
-    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, check=True)
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)},
+                   check=True)
     refused(course(env, "evaluate", tmp_path / "plain"), "does not record the corpus", "--corpus")
 
 

@@ -312,7 +312,8 @@ def test_a_changed_wikitext_file_is_refused_by_its_sha256(tmp_path):
 def test_a_known_sha256_decides_alone(tmp_path, monkeypatch):
     """A file whose sha256 is right is good whatever the counts in the table say."""
     corpus, folder = tiny_corpus(tmp_path)
-    wrong_counts = {s: SplitFile(f.original, f.sha256, f.lines + 1, f.tokens + 1) for s, f in corpus.splits.items()}
+    wrong_counts = {split: SplitFile(f.original, f.sha256, f.lines + 1, f.tokens + 1)
+                    for split, f in corpus.splits.items()}
     monkeypatch.setitem(corpora.KNOWN, "tiny", KnownCorpus("tiny", "tiny", wrong_counts))
     dest = fetch("tiny", folder, tmp_path / "dest")
     assert (dest / "valid.txt").read_text() == TINY["valid"]
