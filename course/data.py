@@ -216,10 +216,17 @@ def make_batch(sentences, vocab: Vocab, order=None) -> Batch:
 
 def make_batches(sentences, vocab: Vocab, batch_size: int, sort: bool = True,
                  max_positions: int | None = None) -> list[Batch]:
-    """Cut id sentences into batches; sorted by length, padding stays small.
+    """Cut id sentences into batches; sorted by length, padding stays small (see
+    :func:`batch_orders`)."""
+    return [make_batch([sentences[i] for i in chunk], vocab, chunk)
+            for chunk in batch_orders(sentences, batch_size, sort, max_positions)]
 
-    max_positions: an upper bound on steps x sentences of a batch (its memory); a batch
-    of long sentences then holds fewer than ``batch_size`` (at least one)."""
+
+def batch_orders(sentences, batch_size: int, sort: bool = True,
+                 max_positions: int | None = None) -> list[list[int]]:
+    """The indices of the sentences of each batch: ``batch_size`` at a time, in order of
+    length with ``sort``. ``max_positions`` bounds steps x sentences of a batch (its
+    memory); a batch of long sentences then holds fewer (at least one)."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise DataError(f"batch_size must be a positive integer, got {batch_size!r}")
     order = list(range(len(sentences)))
@@ -236,7 +243,7 @@ def make_batches(sentences, vocab: Vocab, batch_size: int, sort: bool = True,
         longest = longest_with_i
     if chunk:
         chunks.append(chunk)
-    return [make_batch([sentences[i] for i in c], vocab, c) for c in chunks]
+    return chunks
 
 
 def shuffled(batches, seed: int, epoch: int):

@@ -34,7 +34,7 @@ import numpy as np
 from course import runtime
 from course.cell import Cell
 from course.checkpoint import DAMAGED, RECORD, CheckpointError, read_json, read_record
-from course.data import Vocab, encode, make_batch, make_batches, sha256_of, shuffled, write_atomic
+from course.data import Vocab, batch_orders, encode, make_batch, sha256_of, shuffled, write_atomic
 
 dy = runtime.dynet()
 
@@ -283,7 +283,8 @@ class RNNLM:
         Batches of long sentences hold fewer than ``batch_size`` (:data:`EVAL_POSITIONS`)."""
         ids, _ = encode(sentences, self.vocab)
         result = [None] * len(ids)
-        for batch in make_batches(ids, self.vocab, batch_size, max_positions=EVAL_POSITIONS):
+        for chunk in batch_orders(ids, batch_size, max_positions=EVAL_POSITIONS):
+            batch = make_batch([ids[i] for i in chunk], self.vocab, chunk)
             if self._fits(batch):
                 dy.renew_cg()
                 losses, _ = self.batch_losses(batch, dropout)
@@ -591,7 +592,7 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
     trainer = getattr(dy, OPTIMIZERS[optimizer])(model.pc, state.lr)
     trainer.set_clip_threshold(clip if clip else -1)
     ids, n_unknown = encode(train_sentences, model.vocab)
-    batches = make_batches(ids, model.vocab, batch_size)
+    batches = batch_orders(ids, batch_size)          # each padded batch is built when it is used
     if resumable:
         settle_sparse_gradients(model)
     history = state.history
@@ -607,7 +608,7 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
                 if on_save:
                     on_save(state, False)
                 return history
-            batch = order[index]
+            batch = make_batch([ids[i] for i in order[index]], model.vocab, order[index])
             if resumable and dropout:
                 dy.reset_random_seed(batch_seed(seed, epoch, index))
             nll = model.train_step(batch, dropout, 1.0 / batch.size)
