@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 DEMO_CLASS := correct,wrong_gate_order,probe_patched
 demo: $(STAMP)
 	$(PY) -m course train --cell lstm --corpus course --epochs 2 --batch-size 32 \
-	    --embed 64 --hidden 128 --out runs/demo
+	    --embed 64 --hidden 128 --out runs/demo --overwrite
 	$(PY) -m autograder.grade release
 	$(PY) -m autograder.grade autograde autograder/samples/submissions --students $(DEMO_CLASS) \
 	    --workers $(WORKERS) --course runs/demo-course
@@ -57,6 +57,7 @@ grades: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/batch_speed.py
 	$(PY) bench/cell_speed.py
+	$(PY) bench/lm_memory.py
 	$(PY) bench/notebook_times.py
 	$(PY) bench/grading_speed.py
 	$(PY) bench/models.py
