@@ -75,7 +75,9 @@ def test_a_root_students_cannot_reach_is_refused(tmp_path):
         prepare.check_reachable(private / "hub")
 
 
-@pytest.fixture(scope="module")
+# session-scoped: under xdist a worker may run other modules' tests between these, and a
+# module-scoped hub would then be torn down and started afresh, without the class's work
+@pytest.fixture(scope="session")
 def hub():
     missing = requirements_missing()
     assert not missing, "test_hub needs " + ", ".join(missing) + " (.ci/run installs them)"
@@ -316,6 +318,7 @@ def test_collect_takes_only_what_the_student_wrote(hub):
 
     # an honest submission after all that is collected
     me = hub.login(ada)
+    me.start_server()
     me.assignment_action("fetch", COURSE_ID, "03_lstm")
     me.assignment_action("submit", COURSE_ID, "03_lstm")
     log = teacher.formgrader("assignment/03_lstm/collect", "collect the honest one")["log"]
