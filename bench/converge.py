@@ -1,0 +1,329 @@
+"""Every cell of the ablation table trained to convergence on the course corpus.
+
+Each (model, seed) run trains with Adam, halves the learning rate after every epoch
+that does not lower the valid perplexity by at least 0.1%, and stops at the fourth
+such epoch (or after MAX_EPOCHS). The best epoch on the valid split is the model
+that is reported: its valid and test perplexity (beside the grammar's floor) and
+its choice on each of the 5,000 agreement minimal pairs. The test split is read
+once, at the end, and decides nothing.
+
+A run is resumable per epoch: after every epoch the parameters go to
+``runs/converge/NAME-sSEED/`` (not committed) and the record, one row per epoch, to
+``bench/results/converge/NAME-sSEED.json`` (committed). Adam's moment estimates are
+not saved by DyNet, so a run continued after an interruption starts them afresh;
+its row says ``"resumed": true``. Two processes may share the plan: each run is
+claimed by a lock file beside its checkpoints.
+
+    .venv/bin/python bench/converge.py                     # the whole plan: seed 1 of all, then 2, then 3
+    .venv/bin/python bench/converge.py --models lstm,srnn --seeds 1
+    .venv/bin/python bench/converge.py --tables-only       # tables and figures from the records so far
+
+The tables, figures and bench/results/converge.json (what the lectures read) are
+written by bench/converge_tables.py, run after every finished run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from common import RESULTS, ROOT, machine
+
+from course import runtime
+
+RECORDS = RESULTS / "converge"
+WORK = ROOT / "runs" / "converge"
+
+#: the schedule every run follows
+SCHEDULE = {"optimizer": "adam", "lr": 0.002, "batch": 32, "clip": 5.0, "lr_decay": 0.5,
+            "min_improvement": 0.001, "stop_at_bad_epoch": 4, "max_epochs": 30}
+BASE = {"embed": 128, "hidden": 256, "dropout": 0.0}
+
+#: name -> (label, cell, size). cell: a key of autograder.reference.cells.CELLS, or
+#: "builder:NAME" for DyNet's own builder. size sets embed, hidden, dropout and may set
+#: layers and residual (course.lm.RNNLM), forget_bias (the start of b_f of a forget-gate
+#: cell; default 1) and any key of SCHEDULE. LSTM - GATES is the S-RNN's very cell and
+#: step ([WS2] section 3.1): its row is the S-RNN's runs, not trained twice.
+MODELS = {
+    "srnn": ("S-RNN (= LSTM - GATES)", "srnn", BASE),
+    "lstm": ("LSTM", "lstm", BASE),
+    "lstm-noforget": ("LSTM without forget gate", "lstm-noforget", BASE),
+    "lstm-fb0": ("LSTM, forget bias 0", "lstm", {**BASE, "forget_bias": 0.0}),
+    "gru": ("GRU", "gru", BASE),
+    "lstm-srnn": ("LSTM - S-RNN", "lstm-srnn", BASE),
+    "lstm-srnn-out": ("LSTM - S-RNN - OUT", "lstm-srnn-out", BASE),
+    "lstm-srnn-hidden": ("LSTM - S-RNN - HIDDEN", "lstm-srnn-hidden", BASE),
+    "ran-identity": ("RAN (identity)", "ran-identity", BASE),
+    "ran-tanh": ("RAN (tanh)", "ran-tanh", BASE),
+    "builder-srnn": ("DyNet SimpleRNNBuilder", "builder:srnn", BASE),
+    "builder-lstm": ("DyNet VanillaLSTMBuilder", "builder:lstm", BASE),
+    "builder-gru": ("DyNet GRUBuilder", "builder:gru", BASE),
+    "lstm-dropout": ("LSTM, dropout 0.3", "lstm", {**BASE, "dropout": 0.3}),
+    "lstm-large": ("LSTM, embed 256, hidden 512, dropout 0.3", "lstm",
+                   {"embed": 256, "hidden": 512, "dropout": 0.3}),
+}
+#: chapter 07: stacks of 1-8 LSTM layers of 128 units, without residuals, ResV and ResV + ResL
+#: (one seed, at most 8 epochs: the deep stacks cost up to 2.5 CPU minutes an epoch)
+DEPTHS, RESIDUALS = (1, 2, 4, 8), {"plain": None, "resv": "vertical", "resvl": "lateral"}
+RESIDUAL_LABELS = {"plain": "no residual", "resv": "ResV", "resvl": "ResV + ResL"}
+for _layers in DEPTHS:
+    for _key, _residual in RESIDUALS.items():
+        MODELS[f"depth{_layers}-{_key}"] = (
+            f"LSTM 128/128, {_layers} layer(s), {RESIDUAL_LABELS[_key]}", "lstm",
+            {"embed": 128, "hidden": 128, "dropout": 0.0, "layers": _layers, "residual": _residual,
+             "max_epochs": 8, "seeds": [1]})
+#: the order of the plan within a seed: what the lectures need most comes first
+ORDER = ["lstm", "srnn", "lstm-large", "gru", "lstm-noforget", "lstm-fb0", "lstm-srnn", "lstm-srnn-out",
+         "lstm-srnn-hidden", "ran-identity", "ran-tanh", "lstm-dropout", "builder-lstm", "builder-srnn",
+         "builder-gru"] + [f"depth{n}-{k}" for n in DEPTHS for k in RESIDUALS]
+SEEDS = (1, 2, 3)
+LECTURE_WEIGHTS = ("lstm", "lstm-fb0", "gru")   # exported for chapters 04, 05 and 08
+
+
+def make_cell(cell: str, forget_bias=None):
+    if cell.startswith("builder:"):
+        return cell.split(":", 1)[1]
+    from autograder.reference.cells import make_cell as reference_cell
+    return reference_cell(cell, forget_bias)
+
+
+def load_splits(max_sentences=None) -> dict:
+    from course.corpora import read_corpus
+    splits = {s: read_corpus("course", s) for s in ("train", "valid", "test")}
+    if max_sentences:
+        splits = {s: sentences[:max_sentences] for s, sentences in splits.items()}
+    return splits
+
+
+def train_epoch(model, trainer, batches, seed: int, epoch: int, dropout: float):
+    """One pass over the shuffled batches; returns (total nll, predictions)."""
+    from course.data import shuffled
+    dy = runtime.dynet()
+    total, count = 0.0, 0
+    for batch in shuffled(batches, seed, epoch):
+        dy.renew_cg()
+        losses, _ = model.batch_losses(batch, dropout)
+        loss = dy.sum_batches(losses)
+        value = loss.value()
+        if not math.isfinite(value):
+            return math.inf, max(count, 1)
+        total += value
+        count += batch.n_predictions
+        (loss * (1.0 / batch.size)).backward()
+        trainer.update()
+    return total, count
+
+
+def pair_outcomes(model, pairs) -> str:
+    """One character per minimal pair: "1" the right sentence scores higher, "0" the
+    wrong one does, "=" a tie (counted half, as course.agreement does)."""
+    right = model.sentence_logprobs([p.right_sentence for p in pairs])
+    wrong = model.sentence_logprobs([p.wrong_sentence for p in pairs])
+    return "".join("1" if r > w else "0" if r < w else "=" for r, w in zip(right, wrong))
+
+
+def _write_json(path: Path, data):
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def _claim(lock: Path) -> bool:
+    """Create the lock file; False when another live process holds it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        holder = int(lock.read_text())
+        os.kill(holder, 0)
+        return holder == os.getpid()
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        pass
+    lock.write_text(str(os.getpid()))
+    return True
+
+
+def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sentences=None,
+        log=print, after_epoch=None) -> dict | None:
+    """Train (or continue) one run to its stopping point, then evaluate its best epoch.
+    Returns the record, or None when another process holds the run."""
+    from course import lm
+    from course.agreement import load_pairs
+    from course.data import Vocab, encode, make_batches
+    dy = runtime.dynet()
+    log = log or (lambda line: None)
+    label, cell_name, size = MODELS[name]
+    key = f"{name}-s{seed}"
+    record_path, folder = Path(records) / f"{key}.json", Path(work) / key
+    settings = {**SCHEDULE, **size, "cell": cell_name, "max_sentences": max_sentences}
+    record = {"model": name, "label": label, "seed": seed, "settings": settings, "epochs": []}
+    if record_path.exists():
+        saved = json.loads(record_path.read_text())
+        if saved["settings"] != settings:
+            raise ValueError(f"{record_path} was trained with {saved['settings']}, not {settings}: "
+                             "move it away to train this run again")
+        if "final" in saved:
+            return saved
+        record = saved
+    if not _claim(folder / "lock"):
+        log(f"{key}: another process is training it")
+        return None
+    runtime.init(seed=seed)
+    vocab = Vocab.build(splits["train"])
+    model = lm.RNNLM(vocab, make_cell(cell_name, size.get("forget_bias")), size["embed"], size["hidden"],
+                     size.get("layers", 1), size.get("residual"))
+    record.update(params=model.param_count(), machine=machine())
+    latest, best_path = folder / "latest.dy", folder / "best.dy"
+    resumed = False
+    if record["epochs"]:
+        if latest.exists() and best_path.exists():
+            model.pc.populate(str(latest))
+            resumed = True
+            log(f"{key}: continuing after epoch {len(record['epochs'])}")
+        else:
+            log(f"{key}: no checkpoint in {folder}; training again from the start")
+            record["epochs"] = []
+    trainer = dy.AdamTrainer(model.pc, settings["lr"])
+    trainer.set_clip_threshold(settings["clip"])
+    rows = record["epochs"]
+    if rows:
+        trainer.learning_rate = rows[-1]["lr_next"]
+    batches = make_batches(encode(splits["train"], vocab)[0], vocab, settings["batch"])
+    Path(records).mkdir(parents=True, exist_ok=True)
+    while not _stopped(rows, settings):
+        epoch = len(rows) + 1
+        start, cpu = time.perf_counter(), time.process_time()
+        nll, count = train_epoch(model, trainer, batches, seed, epoch, size["dropout"])
+        train_seconds, train_cpu = time.perf_counter() - start, time.process_time() - cpu
+        valid = lm.evaluate(model, splits["valid"]) if math.isfinite(nll) else math.inf
+        best = min((r["valid_ppl"] for r in rows), default=math.inf)
+        improved = valid < best * (1 - settings["min_improvement"])
+        if valid < best:
+            model.pc.save(str(best_path))
+        if not improved:
+            trainer.learning_rate *= settings["lr_decay"]
+        row = {"epoch": epoch, "lr": rows[-1]["lr_next"] if rows else settings["lr"],
+               "lr_next": trainer.learning_rate, "train_ppl": lm.perplexity(nll, count) if math.isfinite(nll)
+               else math.inf, "valid_ppl": valid, "improved": improved, "tokens_per_s": count / train_seconds,
+               "train_seconds": train_seconds, "train_cpu_seconds": train_cpu,
+               "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
+               "resumed": resumed, "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+        resumed = False
+        model.pc.save(str(latest.with_suffix(".tmp")))
+        os.replace(latest.with_suffix(".tmp"), latest)
+        rows.append(row)
+        _write_json(record_path, record)
+        log(f"{key}: epoch {epoch}  lr {row['lr']:.3g}  train {row['train_ppl']:.2f}  valid {valid:.2f}"
+            f"{'' if improved else '  (no gain: lr halved)'}  {train_seconds / 60:.1f} min")
+        if after_epoch:
+            after_epoch(row)
+    start, cpu = time.perf_counter(), time.process_time()
+    best = min(rows, key=lambda r: r["valid_ppl"])
+    record["final"] = {"best_epoch": best["epoch"], "stopped": _stopped(rows, settings),
+                       "valid_ppl": math.inf, "test_ppl": math.inf, "pairs": ""}
+    if math.isfinite(best["valid_ppl"]):          # a run that diverged in its first epoch has no model
+        model.pc.populate(str(best_path))
+        record["final"].update(valid_ppl=lm.evaluate(model, splits["valid"]),
+                               test_ppl=lm.evaluate(model, splits["test"]),
+                               pairs=pair_outcomes(model, load_pairs()[:max_sentences] if max_sentences
+                                                   else load_pairs()))
+    record["final"].update(seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu,
+                           finished_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+    _write_json(record_path, record)
+    (folder / "lock").unlink(missing_ok=True)
+    log(f"{key}: best epoch {best['epoch']} of {len(rows)}: valid {record['final']['valid_ppl']:.2f}, "
+        f"test {record['final']['test_ppl']:.2f}")
+    return record
+
+
+#: the weights of a converged hand-written cell in the layout of DyNet's builder of that cell
+#: (what the lectures load into `lm.RNNLM(vocab, "lstm" | "gru", ...)`): builder name, arrays
+BUILDER_LAYOUT = {
+    "lstm": ("lstm", lambda p: {"W_x": np.vstack([p["W_x" + g] for g in "ifou"]),
+                                "W_h": np.vstack([p["W_h" + g] for g in "ifou"]),
+                                # the builder adds its forget bias of 1 inside the forget gate itself
+                                "b": np.concatenate([p["b_i"], p["b_f"] - 1.0, p["b_o"], p["b_u"]])}),
+    "gru": ("gru", lambda p: {k: p[k] for k in ("W_xz", "W_hz", "b_z", "W_xr", "W_hr", "b_r",
+                                                 "W_xh", "W_hh", "b_h")}),
+}
+
+
+def export_weights(name: str, seed: int, splits: dict, records=RECORDS, work=WORK) -> Path:
+    """Write the best epoch's embeddings and recurrent weights of a finished run, as float16
+    in the builder's layout, to RECORDS/NAME-sSEED-weights.npz (about 1 MB; the softmax
+    layer is left out, the lectures draw gates and weights, not predictions)."""
+    from course import lm
+    from course.data import Vocab
+    label, cell_name, size = MODELS[name]
+    if cell_name not in BUILDER_LAYOUT or size.get("layers", 1) != 1:
+        raise ValueError(f"{name}: only one-layer hand-written {sorted(BUILDER_LAYOUT)} cells can be exported")
+    best = Path(work) / f"{name}-s{seed}" / "best.dy"
+    if not best.exists():
+        raise FileNotFoundError(f"{best} is missing: train the run first (python bench/converge.py "
+                                f"--models {name} --seeds {seed})")
+    runtime.init(seed=seed)
+    model = lm.RNNLM(Vocab.build(splits["train"]), make_cell(cell_name, size.get("forget_bias")),
+                     size["embed"], size["hidden"])
+    model.pc.populate(str(best))
+    params = {k: v.as_array() for k, v in model.layers[0].params.items()}
+    builder, layout = BUILDER_LAYOUT[cell_name]
+    arrays = {k: v.astype(np.float16) for k, v in layout(params).items()}
+    path = Path(records) / f"{name}-s{seed}-weights.npz"
+    np.savez_compressed(path, M=model.embeddings.as_array().astype(np.float16), builder=builder, **arrays)
+    return path
+
+
+def _stopped(rows, settings) -> str | None:
+    """Why the run stops after these epochs, or None while it goes on."""
+    if rows and not math.isfinite(rows[-1]["valid_ppl"]):
+        return "diverged"
+    if sum(not r["improved"] for r in rows) >= settings["stop_at_bad_epoch"]:
+        return f"{settings['stop_at_bad_epoch']} epochs without a gain on valid"
+    if len(rows) >= settings["max_epochs"]:
+        return f"{settings['max_epochs']} epochs"
+    return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(ORDER), help=f"comma-separated, from {', '.join(ORDER)}")
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
+    parser.add_argument("--tables-only", action="store_true")
+    parser.add_argument("--export-weights", action="store_true",
+                        help="write the weights the lectures load (LSTM, LSTM forget bias 0, GRU; seed 1)")
+    args = parser.parse_args(argv)
+    names = [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}: choose from {', '.join(ORDER)}")
+    if args.export_weights:
+        runtime.init(seed=1, mem=1536)
+        splits = load_splits()
+        for name in LECTURE_WEIGHTS:
+            print(f"wrote {export_weights(name, 1, splits).relative_to(ROOT)}")
+        return
+    if not args.tables_only:
+        runtime.init(seed=1, mem=1536)
+        splits = load_splits()
+        for seed in (int(s) for s in args.seeds.split(",")):
+            for name in (n for n in names if seed in MODELS[n][2].get("seeds", SEEDS)):
+                if run(name, seed, splits, log=lambda line: print(line, flush=True)) is not None:
+                    write_tables()
+    write_tables()
+
+
+def write_tables():
+    """bench/converge_tables.py in its own process: it reads the records as they are now
+    (and its code as it is now, so the tables can change while a long run goes on)."""
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("converge_tables.py"))])
+    if done.returncode:
+        print(f"converge_tables.py failed (exit {done.returncode}); the records are kept", flush=True)
+
+
+if __name__ == "__main__":
+    main()
