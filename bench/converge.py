@@ -14,7 +14,7 @@ not saved by DyNet, so a run continued after an interruption starts them afresh;
 its row says ``"resumed": true``. Two processes may share the plan: each run is
 claimed by a lock file beside its checkpoints.
 
-    .venv/bin/python bench/converge.py                     # the whole plan: seed 1 of all, then 2, then 3
+    .venv/bin/python bench/converge.py                     # the whole plan (PLAN below), resumable
     .venv/bin/python bench/converge.py --models lstm,srnn --seeds 1
     .venv/bin/python bench/converge.py --tables-only       # tables and figures from the records so far
 
@@ -31,8 +31,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 from common import RESULTS, ROOT, machine
 
@@ -70,7 +68,7 @@ MODELS = {
                    {"embed": 256, "hidden": 512, "dropout": 0.3}),
 }
 #: chapter 07: stacks of 1-8 LSTM layers of 128 units, without residuals, ResV and ResV + ResL
-#: (one seed, at most 8 epochs: the deep stacks cost up to 2.5 CPU minutes an epoch)
+#: (one seed, at most 5 epochs: the deep stacks cost up to 2.5 CPU minutes an epoch)
 DEPTHS, RESIDUALS = (1, 2, 4, 8), {"plain": None, "resv": "vertical", "resvl": "lateral"}
 RESIDUAL_LABELS = {"plain": "no residual", "resv": "ResV", "resvl": "ResV + ResL"}
 for _layers in DEPTHS:
@@ -78,13 +76,21 @@ for _layers in DEPTHS:
         MODELS[f"depth{_layers}-{_key}"] = (
             f"LSTM 128/128, {_layers} layer(s), {RESIDUAL_LABELS[_key]}", "lstm",
             {"embed": 128, "hidden": 128, "dropout": 0.0, "layers": _layers, "residual": _residual,
-             "max_epochs": 8, "seeds": [1]})
-#: the order of the plan within a seed: what the lectures need most comes first
-ORDER = ["lstm", "srnn", "lstm-large", "gru", "lstm-noforget", "lstm-fb0", "lstm-srnn", "lstm-srnn-out",
-         "lstm-srnn-hidden", "ran-identity", "ran-tanh", "lstm-dropout", "builder-lstm", "builder-srnn",
-         "builder-gru"] + [f"depth{n}-{k}" for n in DEPTHS for k in RESIDUALS]
+             "max_epochs": 5})
+DEPTH = [f"depth{n}-{k}" for n in DEPTHS for k in RESIDUALS]
+ABLATION = ["srnn", "lstm-noforget", "lstm", "lstm-fb0", "gru", "lstm-srnn", "lstm-srnn-out", "lstm-srnn-hidden",
+            "ran-identity", "ran-tanh"]
+EXTRA = ["lstm-dropout", "lstm-large"]
+BUILDERS = ["builder-srnn", "builder-lstm", "builder-gru"]
+ORDER = ABLATION + EXTRA + BUILDERS + DEPTH          # the order of the tables
 SEEDS = (1, 2, 3)
-LECTURE_WEIGHTS = ("lstm", "lstm-fb0", "gru")   # exported for chapters 04, 05 and 08
+#: the order of the runs: seed 1 of what the lectures draw first, then the depth study (one
+#: seed), the other seeds of the ablation table, the builders (the hand-written cells' twins),
+#: and last the other seeds of the rest
+FIRST = ["lstm", "srnn", "lstm-srnn-out", "gru", "lstm-fb0", "lstm-noforget", "lstm-srnn", "lstm-srnn-hidden",
+         "ran-identity", "ran-tanh", "lstm-dropout", "lstm-large"]
+PLAN = ([(n, 1) for n in FIRST] + [(n, 1) for n in DEPTH] + [(n, s) for s in (2, 3) for n in ABLATION]
+        + [(n, 1) for n in BUILDERS] + [(n, s) for s in (2, 3) for n in EXTRA + BUILDERS])
 
 
 def make_cell(cell: str, forget_bias=None):
@@ -241,43 +247,6 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
     return record
 
 
-#: the weights of a converged hand-written cell in the layout of DyNet's builder of that cell
-#: (what the lectures load into `lm.RNNLM(vocab, "lstm" | "gru", ...)`): builder name, arrays
-BUILDER_LAYOUT = {
-    "lstm": ("lstm", lambda p: {"W_x": np.vstack([p["W_x" + g] for g in "ifou"]),
-                                "W_h": np.vstack([p["W_h" + g] for g in "ifou"]),
-                                # the builder adds its forget bias of 1 inside the forget gate itself
-                                "b": np.concatenate([p["b_i"], p["b_f"] - 1.0, p["b_o"], p["b_u"]])}),
-    "gru": ("gru", lambda p: {k: p[k] for k in ("W_xz", "W_hz", "b_z", "W_xr", "W_hr", "b_r",
-                                                 "W_xh", "W_hh", "b_h")}),
-}
-
-
-def export_weights(name: str, seed: int, splits: dict, records=RECORDS, work=WORK) -> Path:
-    """Write the best epoch's embeddings and recurrent weights of a finished run, as float16
-    in the builder's layout, to RECORDS/NAME-sSEED-weights.npz (about 1 MB; the softmax
-    layer is left out, the lectures draw gates and weights, not predictions)."""
-    from course import lm
-    from course.data import Vocab
-    label, cell_name, size = MODELS[name]
-    if cell_name not in BUILDER_LAYOUT or size.get("layers", 1) != 1:
-        raise ValueError(f"{name}: only one-layer hand-written {sorted(BUILDER_LAYOUT)} cells can be exported")
-    best = Path(work) / f"{name}-s{seed}" / "best.dy"
-    if not best.exists():
-        raise FileNotFoundError(f"{best} is missing: train the run first (python bench/converge.py "
-                                f"--models {name} --seeds {seed})")
-    runtime.init(seed=seed)
-    model = lm.RNNLM(Vocab.build(splits["train"]), make_cell(cell_name, size.get("forget_bias")),
-                     size["embed"], size["hidden"])
-    model.pc.populate(str(best))
-    params = {k: v.as_array() for k, v in model.layers[0].params.items()}
-    builder, layout = BUILDER_LAYOUT[cell_name]
-    arrays = {k: v.astype(np.float16) for k, v in layout(params).items()}
-    path = Path(records) / f"{name}-s{seed}-weights.npz"
-    np.savez_compressed(path, M=model.embeddings.as_array().astype(np.float16), builder=builder, **arrays)
-    return path
-
-
 def _stopped(rows, settings) -> str | None:
     """Why the run stops after these epochs, or None while it goes on."""
     if rows and not math.isfinite(rows[-1]["valid_ppl"]):
@@ -294,26 +263,19 @@ def main(argv=None):
     parser.add_argument("--models", default=",".join(ORDER), help=f"comma-separated, from {', '.join(ORDER)}")
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
     parser.add_argument("--tables-only", action="store_true")
-    parser.add_argument("--export-weights", action="store_true",
-                        help="write the weights the lectures load (LSTM, LSTM forget bias 0, GRU; seed 1)")
     args = parser.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s) {unknown}: choose from {', '.join(ORDER)}")
-    if args.export_weights:
-        runtime.init(seed=1, mem=1536)
-        splits = load_splits()
-        for name in LECTURE_WEIGHTS:
-            print(f"wrote {export_weights(name, 1, splits).relative_to(ROOT)}")
-        return
     if not args.tables_only:
         runtime.init(seed=1, mem=1536)
         splits = load_splits()
-        for seed in (int(s) for s in args.seeds.split(",")):
-            for name in (n for n in names if seed in MODELS[n][2].get("seeds", SEEDS)):
-                if run(name, seed, splits, log=lambda line: print(line, flush=True)) is not None:
-                    write_tables()
+        seeds = {int(s) for s in args.seeds.split(",")}
+        for name, seed in PLAN:
+            if name in names and seed in seeds and \
+                    run(name, seed, splits, log=lambda line: print(line, flush=True)) is not None:
+                write_tables()
     write_tables()
 
 

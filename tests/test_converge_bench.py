@@ -13,6 +13,7 @@ from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 import converge  # noqa: E402  (bench/converge.py)
+import converge_inside  # noqa: E402
 import converge_tables  # noqa: E402
 
 from course import lm  # noqa: E402
@@ -142,7 +143,7 @@ def test_tables_state_goals_claims_and_which_runs_are_complete(tmp_path):
     assert far["count"] == 500 and far["low"] < far["balanced_accuracy"] < far["high"]
     assert 0.94 < far["balanced_accuracy"] < 0.98
     assert lstm["test_ppl"]["mean"] == pytest.approx(22.15)
-    assert "LSTM ≥ 0.95 at 21+ words" in text and "**met**" in text
+    assert "LSTM ≥ 0.95 on number agreement at 21+ words" in text and "**met**" in text
     assert "The S-RNN's long-distance deficit" in text and "**shown**" in text
     assert "S-RNN (= LSTM - GATES): test perplexity +17.8%" in text
     assert (tmp_path / "out" / "converge_ppl.png").exists() and (tmp_path / "out" / "converge_agreement.png").exists()
@@ -166,7 +167,7 @@ def load_exported(path, vocab):
 def test_exported_weights_run_as_dynets_builder(tiny, tmp_path, monkeypatch, cell):
     monkeypatch.setitem(converge.MODELS, "tiny", ("tiny", cell, {**TINY, "forget_bias": 0.0} if cell == "lstm" else TINY))
     converge.run("tiny", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
-    path = converge.export_weights("tiny", 1, tiny, records=tmp_path, work=tmp_path)
+    path = converge_inside.export_weights("tiny", 1, tiny, records=tmp_path, work=tmp_path)
     assert path.stat().st_size < 50_000
     vocab = Vocab.build(tiny["train"])
     hand = lm.RNNLM(vocab, converge.make_cell(cell, 0.0 if cell == "lstm" else None), 8, 8)
@@ -180,3 +181,28 @@ def test_exported_weights_run_as_dynets_builder(tiny, tmp_path, monkeypatch, cel
     got = np.array([h.npvalue() for h in builder.hidden_states(ids)])
     assert np.abs(expected).max() > 0.05
     np.testing.assert_allclose(got, expected, atol=0.01)    # float16 weights
+
+
+def test_arrows_and_recorded_gates_of_a_weighted_sum(tiny, tmp_path, monkeypatch):
+    monkeypatch.setitem(converge.MODELS, "tiny", ("tiny", "lstm-srnn-out", TINY))
+    converge.run("tiny", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    model = converge_inside.load_best("tiny", 1, tiny, work=tmp_path)
+    pairs = converge_inside.far_number_pairs()[:30]
+    assert min(p.distance for p in pairs) >= converge_inside.FAR
+    found = converge_inside.arrows(model, pairs)
+    for score in ("max", "l2"):
+        counts = found[score]
+        assert 0 <= counts["cue"] + counts["previous"] <= 30      # the cue is never the word just before
+        assert counts["low"] <= counts["cue_share"] <= counts["high"]
+    path = converge_inside.record_gates(model, pairs[:2], tmp_path / "gates.npz")
+    saved = np.load(path)
+    meta = json.loads(str(saved["sentences"]))
+    assert [len(m["words"]) for m in meta] == [p.target_index + 1 for p in pairs[:2]]
+    assert saved["i0"].shape == saved["f0"].shape == (pairs[0].target_index + 2, 8)   # <s> + the words
+    assert 0 <= saved["f1"].min() and saved["f1"].max() <= 1
+
+
+def test_wilson_interval():
+    low, high = converge_inside.wilson(50, 100)
+    assert low == pytest.approx(0.404, abs=1e-3) and high == pytest.approx(0.596, abs=1e-3)
+    assert converge_inside.wilson(0, 20)[0] == pytest.approx(0.0, abs=1e-12)
