@@ -44,12 +44,15 @@ SCHEDULE = {"optimizer": "adam", "lr": 0.002, "batch": 32, "clip": 5.0, "lr_deca
             "min_improvement": 0.001, "stop_at_bad_epoch": 4, "max_epochs": 30}
 BASE = {"embed": 128, "hidden": 256, "dropout": 0.0}
 
-#: name -> (label, cell, size). cell: a key of autograder.reference.cells.CELLS, or
-#: "builder:NAME" for DyNet's own builder. size sets embed, hidden, dropout and may set
+#: name -> (label, cell, size). cell: a key of autograder.reference.cells.CELLS,
+#: "builder:NAME" for DyNet's own builder, or "ngram:KIND:ORDER" for a baseline of course.ngram. size sets embed, hidden, dropout and may set
 #: layers and residual (course.lm.RNNLM), forget_bias (the start of b_f of a forget-gate
 #: cell; default 1) and any key of SCHEDULE. LSTM - GATES is the S-RNN's very cell and
 #: step ([WS2] section 3.1): its row is the S-RNN's runs, not trained twice.
 MODELS = {
+    "unigram": ("unigram", "ngram:unigram:1", {}),
+    "kn-bigram": ("Kneser-Ney bigram", "ngram:kn:2", {}),
+    "kn-trigram": ("Kneser-Ney trigram", "ngram:kn:3", {}),
     "srnn": ("S-RNN (= LSTM - GATES)", "srnn", BASE),
     "lstm": ("LSTM", "lstm", BASE),
     "lstm-noforget": ("LSTM without forget gate", "lstm-noforget", BASE),
@@ -82,14 +85,15 @@ ABLATION = ["srnn", "lstm-noforget", "lstm", "lstm-fb0", "gru", "lstm-srnn", "ls
             "ran-identity", "ran-tanh"]
 EXTRA = ["lstm-dropout", "lstm-large"]
 BUILDERS = ["builder-srnn", "builder-lstm", "builder-gru"]
-ORDER = ABLATION + EXTRA + BUILDERS + DEPTH          # the order of the tables
+NGRAMS = ["unigram", "kn-bigram", "kn-trigram"]
+ORDER = NGRAMS + ABLATION + EXTRA + BUILDERS + DEPTH          # the order of the tables
 SEEDS = (1, 2, 3)
 #: the order of the runs: seed 1 of what the lectures draw first, then the depth study (one
 #: seed), the other seeds of the ablation table, the builders (the hand-written cells' twins),
 #: and last the other seeds of the rest
 FIRST = ["lstm", "srnn", "lstm-srnn-out", "gru", "lstm-fb0", "lstm-noforget", "lstm-srnn", "lstm-srnn-hidden",
          "ran-identity", "ran-tanh", "lstm-dropout", "lstm-large"]
-PLAN = ([(n, 1) for n in FIRST] + [(n, 1) for n in DEPTH] + [(n, s) for s in (2, 3) for n in ABLATION]
+PLAN = ([(n, 1) for n in NGRAMS + FIRST] + [(n, 1) for n in DEPTH] + [(n, s) for s in (2, 3) for n in ABLATION]
         + [(n, 1) for n in BUILDERS] + [(n, s) for s in (2, 3) for n in EXTRA + BUILDERS])
 
 
@@ -166,8 +170,11 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
     label, cell_name, size = MODELS[name]
     key = f"{name}-s{seed}"
     record_path, folder = Path(records) / f"{key}.json", Path(work) / key
-    settings = {**SCHEDULE, **size, "cell": cell_name, "max_sentences": max_sentences}
+    settings = {**({} if cell_name.startswith("ngram:") else {**SCHEDULE, **size}), "cell": cell_name,
+                "max_sentences": max_sentences}
     record = {"model": name, "label": label, "seed": seed, "settings": settings, "epochs": []}
+    if cell_name.startswith("ngram:") and not record_path.exists():
+        return baseline(name, splits, record_path, settings, max_sentences)
     if record_path.exists():
         saved = json.loads(record_path.read_text())
         if saved["settings"] != settings:
@@ -244,6 +251,24 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
     (folder / "lock").unlink(missing_ok=True)
     log(f"{key}: best epoch {best['epoch']} of {len(rows)}: valid {record['final']['valid_ppl']:.2f}, "
         f"test {record['final']['test_ppl']:.2f}")
+    return record
+
+
+def baseline(name: str, splits: dict, record_path: Path, settings: dict, max_sentences=None) -> dict:
+    """An n-gram baseline (course.ngram, smoothing tuned on valid) scored like a run."""
+    from course import ngram
+    from course.agreement import load_pairs
+    _, kind, order = MODELS[name][1].split(":")
+    start, cpu = time.perf_counter(), time.process_time()
+    model = ngram.fit(splits["train"], splits["valid"], kind=kind, order=int(order))
+    pairs = load_pairs()[:max_sentences] if max_sentences else load_pairs()
+    record = {"model": name, "label": MODELS[name][0], "seed": 1, "settings": settings, "epochs": [],
+              "final": {"best_epoch": None, "stopped": "counted once", "valid_ppl": model.perplexity(splits["valid"]),
+                        "test_ppl": model.perplexity(splits["test"]), "pairs": pair_outcomes(model, pairs),
+                        "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
+                        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}}
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    _write_json(record_path, record)
     return record
 
 

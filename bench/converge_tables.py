@@ -194,7 +194,7 @@ def main_table(summary) -> str:
         e = summary["models"][name]
         far = {t: e.get("agreement", {}).get(t, {}).get("distance", {}).get(FAR) for t in ("number", "gender")}
         rows.append([e["label"], f"{e['params']:,}" if e["params"] else "", _seeds(e),
-                     ", ".join(f"{b} of {n}" for b, n in zip(e["best_epochs"], e["epochs_trained"])),
+                     ", ".join(f"{b} of {n}" for b, n in zip(e["best_epochs"], e["epochs_trained"]) if b),
                      _ci(e["valid_ratio"]), _ci(e["test_ppl"], 2), f"**{_ci(e['test_ratio'])}**" if e["test_ratio"]["mean"] else "",
                      _ci(far["number"]), _ci(far["gender"]),
                      f"{statistics.fmean(e['cpu_hours']):.2f}" if e["cpu_hours"] else ""])

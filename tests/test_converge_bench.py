@@ -76,6 +76,14 @@ def test_a_record_of_other_settings_is_not_continued(tiny, tmp_path):
         converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
 
 
+def test_an_ngram_baseline_is_scored_like_a_run(tiny, tmp_path):
+    record = converge.run("kn-bigram", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    assert record["epochs"] == [] and len(record["final"]["pairs"]) == 300
+    assert 1 < record["final"]["valid_ppl"] < 1000
+    again = converge.run("kn-bigram", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    assert again == json.loads(json.dumps(record))
+
+
 def test_stopping_rule():
     settings = converge.SCHEDULE
     good, bad = {"valid_ppl": 30.0, "improved": True}, {"valid_ppl": 31.0, "improved": False}
