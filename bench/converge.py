@@ -1,7 +1,7 @@
 """Every cell of the ablation table trained to convergence on the course corpus.
 
 Each (model, seed) run trains with Adam, halves the learning rate after every epoch
-that does not lower the valid perplexity by at least 0.1%, and stops at the fourth
+that does not lower the valid perplexity by at least 0.1%, and stops at the third
 such epoch (or after MAX_EPOCHS). The best epoch on the valid split is the model
 that is reported: its valid and test perplexity (beside the grammar's floor) and
 its choice on each of the 5,000 agreement minimal pairs. The test split is read
@@ -41,7 +41,7 @@ WORK = ROOT / "runs" / "converge"
 
 #: the schedule every run follows
 SCHEDULE = {"optimizer": "adam", "lr": 0.002, "batch": 32, "clip": 5.0, "lr_decay": 0.5,
-            "min_improvement": 0.001, "stop_at_bad_epoch": 4, "max_epochs": 30}
+            "min_improvement": 0.001, "stop_at_bad_epoch": 3, "max_epochs": 30}
 BASE = {"embed": 128, "hidden": 256, "dropout": 0.0}
 
 #: name -> (label, cell, size). cell: a key of autograder.reference.cells.CELLS,

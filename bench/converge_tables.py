@@ -34,6 +34,7 @@ FAR = "21+"
 MEMORY_CELLS = ["lstm", "lstm-noforget", "gru", "lstm-srnn", "lstm-srnn-out", "lstm-srnn-hidden",
                 "ran-identity", "ran-tanh"]
 GOAL_FLOOR, GOAL_AGREEMENT = 1.03, 0.95
+ORDINAL = {2: "second", 3: "third", 4: "fourth"}
 CORE = [n for n in ORDER if n not in DEPTH]
 
 
@@ -454,8 +455,8 @@ def write(records_dir=RECORDS, out=RESULTS, quiet=False) -> dict:
         f"The course corpus (1,000,026 training tokens; the grammar's floor: valid {floor['valid']:.2f}, test "
         f"{floor['test']:.2f}), every cell of the ablation table trained until the valid perplexity stops "
         f"improving: {settings}. The learning rate is halved after every epoch that does not lower the valid "
-        f"perplexity by {SCHEDULE['min_improvement']:.1%}; the run stops at the {SCHEDULE['stop_at_bad_epoch']}th "
-        "such epoch, and its best epoch on valid is the model reported. The test split is read once, at the "
+        f"perplexity by {SCHEDULE['min_improvement']:.1%}; the run stops at the "
+        f"{ORDINAL.get(SCHEDULE['stop_at_bad_epoch'], str(SCHEDULE['stop_at_bad_epoch']) + 'th')} such epoch, and its best epoch on valid is the model reported. The test split is read once, at the "
         "end. Embed 128, hidden 256, one layer, no dropout, unless the name says otherwise. "
         "Agreement: the 5,000 minimal pairs of data/course/agreement.tsv (500 per task and distance bucket, "
         "half of each class); accuracy is class-balanced (chance 0.5).",

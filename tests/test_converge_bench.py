@@ -87,8 +87,9 @@ def test_an_ngram_baseline_is_scored_like_a_run(tiny, tmp_path):
 def test_stopping_rule():
     settings = converge.SCHEDULE
     good, bad = {"valid_ppl": 30.0, "improved": True}, {"valid_ppl": 31.0, "improved": False}
-    assert converge._stopped([good, bad, good, bad, bad], settings) is None
-    assert "without a gain" in converge._stopped([good, bad, good, bad, bad, bad], settings)
+    bad_epochs = settings["stop_at_bad_epoch"]
+    assert converge._stopped([good] + [bad, good] * (bad_epochs - 1), settings) is None
+    assert "without a gain" in converge._stopped([good] + [bad, good] * (bad_epochs - 1) + [bad], settings)
     assert converge._stopped([good, {"valid_ppl": float("inf"), "improved": False}], settings) == "diverged"
     assert converge._stopped([good] * settings["max_epochs"], settings) == f"{settings['max_epochs']} epochs"
 
