@@ -153,7 +153,7 @@ def test_tables_state_goals_claims_and_which_runs_are_complete(tmp_path):
     assert 0.94 < far["balanced_accuracy"] < 0.98
     assert lstm["test_ppl"]["mean"] == pytest.approx(22.15)
     assert "LSTM ≥ 0.95 on number agreement at 21+ words" in text and "**met**" in text
-    assert "The S-RNN's long-distance deficit" in text and "**shown**" in text
+    assert "The S-RNN's long-distance deficit" in text and "**shown** (the interval stays above 0)" in text
     assert "S-RNN (= LSTM - GATES): test perplexity +17.8%" in text
     assert (tmp_path / "out" / "converge_ppl.png").exists() and (tmp_path / "out" / "converge_agreement.png").exists()
     assert json.loads((tmp_path / "out" / "converge.json").read_text())["models"]["srnn"]["seeds_complete"] == [1]
