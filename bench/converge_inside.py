@@ -6,10 +6,10 @@
   each; the softmax layer is left out (the lectures draw gates, not predictions);
 * [RAN] eq 8 on the agreement pairs: for every number pair whose cue is 6 or more words
   before the verb, the most influential previous word of the state that predicts the verb
-  (the largest component of w_j^t, [RAN] eq 8, and the largest L2 norm): how often it is
-  the cue, for every cell whose memory is a weighted sum: RECORDS/arrows.json;
-* the input and forget gates of LSTM - S-RNN - OUT (the pure weighted-sum model, [WS] eq 11)
-  on a few of those sentences, for chapter 08's heatmaps: RECORDS/lstm-srnn-out-s1-gates.npz.
+  (see `arrows`): how often it is the cue, for every cell whose memory is a weighted sum:
+  RECORDS/arrows.json;
+* the gates and content of LSTM - S-RNN - OUT (the pure weighted-sum model, [WS] eq 11) on a
+  few of those sentences, for chapter 08's figures: RECORDS/lstm-srnn-out-s1-gates.npz.
 
 Each part needs the checkpoints under runs/converge/ of the runs it reads.
 
@@ -92,36 +92,63 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple:
     return centre - half, centre + half
 
 
+def verb_readout(model, pair) -> np.ndarray:
+    """g = d(score of the right verb form - score of the wrong one) / d c_t at the state that
+    predicts the verb: how much each component of the memory moves the model's choice."""
+    dy = runtime.dynet()
+    layer = model.layers[0]
+    ids = [model.vocab.bos] + [model.vocab.index(w) for w in pair.words[:pair.target_index]]
+    dy.renew_cg()
+    p = {name: value.expr(False) for name, value in layer.params.items()}
+    state = tuple(dy.zeros((model.config.hidden,)) for _ in range(layer.cell.n_state))
+    for i in ids:
+        state = layer.cell.step(p, dy.lookup(model.embeddings, i), state)
+    scores = dy.affine_transform([model.b_s.expr(False), model.W_hs.expr(False), state[0]])
+    margin = dy.pick(scores, model.vocab.index(pair.right)) - dy.pick(scores, model.vocab.index(pair.wrong))
+    margin.backward(full=True)
+    return state[1].gradient()
+
+
 def arrows(model, pairs) -> dict:
-    """How often the most influential previous word of the state that predicts the verb is the
-    cue ([RAN] eq 8 and its L2 variant), and how often it is the word just before."""
+    """The most influential previous word of the state that predicts the verb, three ways: [RAN]
+    eq 8 ("max": the largest single component of w_j^t), the L2 norm of w_j^t ("l2"), and
+    "readout": the word whose part of the memory, w_j^t * c~_j, pushes the verb's score towards
+    the right form the most (its dot product with `verb_readout`). How often each is the cue, the
+    word just before the state, or the cue's phrase (the cue or the word before it, e.g. "these");
+    "chance": the share a predecessor drawn at random would hit."""
     from autograder.reference.weights import memory_weights, most_influential
-    counts = {"max": {"cue": 0, "previous": 0}, "l2": {"cue": 0, "previous": 0}}
+    counts = {score: {"cue": 0, "previous": 0, "cue_or_before": 0} for score in ("max", "l2", "readout")}
     chance = 0.0
     for pair in pairs:
         recorded = trace(model, list(pair.words[:pair.target_index]))
         w, _ = memory_weights(recorded["i"], recorded.get("f"))
         t = pair.target_index                     # step t reads word t-1 (step 0 reads <s>) and predicts the verb
         chance += 1 / t                           # t predecessors j < t to choose from
+        readout = (w[t, :t] * recorded["content"][:t]) @ verb_readout(model, pair)
         for score, found in counts.items():
-            v = most_influential(w, score)[t]
+            v = int(np.argmax(readout)) if score == "readout" else most_influential(w, score)[t]
             found["cue"] += int(v == pair.cue_index + 1)
+            found["cue_or_before"] += int(v in (pair.cue_index, pair.cue_index + 1))
             found["previous"] += int(v == t - 1)
     out = {"pairs": len(pairs), "chance": chance / len(pairs)}
     for score, found in counts.items():
         low, high = wilson(found["cue"], len(pairs))
         out[score] = {**found, "cue_share": found["cue"] / len(pairs), "low": low, "high": high,
+                      "cue_or_before_share": found["cue_or_before"] / len(pairs),
                       "previous_share": found["previous"] / len(pairs)}
     return out
 
 
 def record_gates(model, pairs, path: Path) -> Path:
-    """Input and forget gates (float16) of the model on the sentences of `pairs`, read up to and
-    including the verb, with the words and the cue and verb positions."""
+    """For each pair: the input and forget gates and the content layer (float16) while the model
+    reads the sentence up to and including the verb, and `verb_readout` at the state that
+    predicts the verb; with the words and the cue and verb positions."""
     arrays, meta = {}, []
     for k, pair in enumerate(pairs):
         recorded = trace(model, list(pair.words[:pair.target_index + 1]))
-        arrays[f"i{k}"], arrays[f"f{k}"] = (recorded[g].astype(np.float16) for g in ("i", "f"))
+        for key in ("i", "f", "content"):
+            arrays[f"{key}{k}"] = recorded[key].astype(np.float16)
+        arrays[f"readout{k}"] = verb_readout(model, pair).astype(np.float16)
         meta.append({"words": list(pair.words[:pair.target_index + 1]), "cue_index": pair.cue_index,
                      "target_index": pair.target_index, "right": pair.right, "wrong": pair.wrong})
     np.savez_compressed(path, sentences=json.dumps(meta), **arrays)

@@ -199,15 +199,18 @@ def test_arrows_and_recorded_gates_of_a_weighted_sum(tiny, tmp_path, monkeypatch
     pairs = converge_inside.far_number_pairs()[:30]
     assert min(p.distance for p in pairs) >= converge_inside.FAR
     found = converge_inside.arrows(model, pairs)
-    for score in ("max", "l2"):
+    for score in ("max", "l2", "readout"):
         counts = found[score]
         assert 0 <= counts["cue"] + counts["previous"] <= 30      # the cue is never the word just before
+        assert counts["cue"] <= counts["cue_or_before"]
         assert counts["low"] <= counts["cue_share"] <= counts["high"]
+    assert 0 < found["chance"] < 1 / converge_inside.FAR
     path = converge_inside.record_gates(model, pairs[:2], tmp_path / "gates.npz")
     saved = np.load(path)
     meta = json.loads(str(saved["sentences"]))
     assert [len(m["words"]) for m in meta] == [p.target_index + 1 for p in pairs[:2]]
-    assert saved["i0"].shape == saved["f0"].shape == (pairs[0].target_index + 2, 8)   # <s> + the words
+    assert saved["i0"].shape == saved["f0"].shape == saved["content0"].shape == (pairs[0].target_index + 2, 8)
+    assert saved["readout0"].shape == (8,)
     assert 0 <= saved["f1"].min() and saved["f1"].max() <= 1
 
 
