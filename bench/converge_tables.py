@@ -313,7 +313,7 @@ def claims(summary, records, pairs) -> str:
            "", "**[RAN]: the RANs as good as the LSTM or better** (its PTB table: -17% identity, -23% tanh).",
            *[line(n, "Criterion: at most 1% above the LSTM's perplexity", lambda r: r <= 0.01)
              for n in ("ran-identity", "ran-tanh")],
-           "", "**[RAN] Table 1 and [T] section 6.5: the GRU as good as the LSTM** (PTB: -7%).",
+           "", "**[RAN] Table 1 and [T] section 6.4: the GRU as good as the LSTM** (PTB: -7%).",
            line("gru", "Criterion: at most 1% above the LSTM's perplexity", lambda r: r <= 0.01),
            "", "**[T] section 6.4 and the Odyssey paper: the forget gate, and a forget bias of 1, help.**",
            line("lstm-noforget", "Criterion for the forget gate helping: the LSTM without it more than 1% "
