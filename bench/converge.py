@@ -91,8 +91,8 @@ SEEDS = (1, 2, 3)
 #: the order of the runs: seed 1 of what the lectures draw first, then the depth study (one
 #: seed), the other seeds of the ablation table, the builders (the hand-written cells' twins),
 #: and last the other seeds of the rest
-FIRST = ["lstm", "srnn", "lstm-srnn-out", "gru", "lstm-fb0", "lstm-noforget", "lstm-srnn", "lstm-srnn-hidden",
-         "ran-identity", "ran-tanh", "lstm-dropout", "lstm-large"]
+FIRST = ["lstm", "srnn", "lstm-srnn-out", "lstm-large", "gru", "lstm-fb0", "lstm-noforget", "lstm-srnn",
+         "lstm-srnn-hidden", "ran-identity", "ran-tanh", "lstm-dropout"]
 PLAN = ([(n, 1) for n in NGRAMS + FIRST] + [(n, 1) for n in DEPTH] + [(n, s) for s in (2, 3) for n in ABLATION]
         + [(n, 1) for n in BUILDERS] + [(n, s) for s in (2, 3) for n in EXTRA + BUILDERS])
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import time
 from pathlib import Path
@@ -39,9 +40,12 @@ CORE = [n for n in ORDER if n not in DEPTH]
 
 
 def load_records(records=RECORDS) -> dict:
-    """{model: {seed: record}} of every record present."""
+    """{model: {seed: record}} of every run record present: NAME-sSEED.json, not the other
+    files converge_inside.py keeps beside them (arrows.json, weights, gates)."""
     out = {}
     for path in sorted(Path(records).glob("*.json")):
+        if not re.fullmatch(r".+-s\d+", path.stem):
+            continue
         record = json.loads(path.read_text())
         out.setdefault(record["model"], {})[record["seed"]] = record
     return out

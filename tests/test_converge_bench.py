@@ -143,6 +143,7 @@ def test_tables_state_goals_claims_and_which_runs_are_complete(tmp_path):
     unfinished = fake_record("gru", 1, 0.9, 23.0, rng)
     del unfinished["final"]
     (records / "gru-s1.json").write_text(json.dumps(unfinished))
+    (records / "arrows.json").write_text(json.dumps({"lstm-srnn-out": {"chance": 0.04}}))   # not a run record
     summary = converge_tables.write(records, tmp_path / "out", quiet=True)
     text = (tmp_path / "out" / "converge.md").read_text()
     lstm = summary["models"]["lstm"]
