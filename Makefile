@@ -18,14 +18,17 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 ## make demo: the main job: train a small LSTM language model on the course corpus,
-## then the instructor flow on the sample class (release, autograde, grade table)
+## then the instructor's flow on a small class (a correct, a wrong and a cheating
+## submission): release, autograde into nbgrader's gradebook, feedback, grade table
+DEMO_CLASS := correct,wrong_gate_order,probe_patched
 demo: $(STAMP)
 	$(PY) -m course train --cell lstm --corpus course --epochs 2 --batch-size 32 \
-	    --embed 64 --hidden 128 --out runs/demo
+	    --embed 64 --hidden 128 --out runs/demo --overwrite
 	$(PY) -m autograder.grade release
-	$(PY) -m autograder.grade autograde autograder/samples/submissions --workers $(WORKERS)
-	$(PY) -m autograder.grade feedback
-	$(PY) -m autograder.grade grades
+	$(PY) -m autograder.grade autograde autograder/samples/submissions --students $(DEMO_CLASS) \
+	    --workers $(WORKERS) --course runs/demo-course
+	$(PY) -m autograder.grade feedback --course runs/demo-course
+	$(PY) -m autograder.grade grades --course runs/demo-course
 
 ## make test: the whole test suite (both cores: DyNet uses one per process)
 test: $(STAMP)
@@ -51,18 +54,38 @@ grades: $(STAMP)
 	$(PY) -m autograder.grade grades
 
 ## make bench: the benchmark tables in bench/results/ (bench/capstone_budget.py alone takes about 20 minutes;
-## bench/converge.py trains for a night and resumes, so make bench only rebuilds its tables)
+## the converged runs of converge.py take a night and resume, so make bench only rebuilds their tables)
 bench: $(STAMP)
 	$(PY) bench/batch_speed.py
 	$(PY) bench/cell_speed.py
+	$(PY) bench/lm_memory.py
 	$(PY) bench/notebook_times.py
 	$(PY) bench/grading_speed.py
 	$(PY) bench/capstone_budget.py --again
 	$(PY) bench/converge_tables.py
+	$(PY) bench/hub_load.py
+
+## make hub: the course on a JupyterHub on this machine (as root; docs/teaching.md). ROSTER lists
+## the accounts (hub/roster.example); HUB_ROOT is where the hub keeps everything; it listens on
+## HUB_IP:HUB_PORT (loopback unless told: for a class, HUB_IP=0.0.0.0 behind TLS).
+.PHONY: hub
+ROSTER   ?= hub/roster.example
+HUB_ROOT ?= /srv/rnnlm-course
+HUB_IP   ?= 127.0.0.1
+HUB_PORT ?= 8000
+hub: $(STAMP)
+	$(PY) -m hub.prepare --roster $(ROSTER) --root $(HUB_ROOT)
+	COURSE_HUB_ROOT=$(HUB_ROOT) COURSE_HUB_IP=$(HUB_IP) COURSE_HUB_PORT=$(HUB_PORT) \
+	    $(VENV)/bin/jupyterhub -f hub/jupyterhub_config.py
+
+## make book: the self-study book, lectures executed (outputs cached), in _build/html/
+.PHONY: book
+book: $(STAMP)
+	$(PY) book/build.py
 
 ## make dynet-gpu: build a CUDA-enabled DyNet into .venv-gpu (see README, "GPU DyNet")
 dynet-gpu:
 	bash gpu/build.sh
 
 clean:
-	rm -rf runs release autograder/work .pytest_cache
+	rm -rf runs release autograder/work _build .pytest_cache

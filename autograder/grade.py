@@ -1,34 +1,32 @@
-"""The instructor's grading workflow: nbgrader plus what it lacks.
+"""The instructor's grading workflow, on an nbgrader course directory.
 
-    python -m autograder.grade release  [--out DIR]
-    python -m autograder.grade autograde SUBMISSIONS [--workers N] [--cell-timeout S]
-    python -m autograder.grade feedback
-    python -m autograder.grade grades   [--csv FILE]
+    python -m autograder.grade release   [--out DIR]
+    python -m autograder.grade autograde SUBMISSIONS [--workers N] [--students A,B] [--course DIR]
+    python -m autograder.grade feedback  [--course DIR]
+    python -m autograder.grade grades    [--csv FILE] [--course DIR]
 
 (``make release``, ``make autograde SUBMISSIONS=DIR``, ``make feedback``,
 ``make grades`` call these.) SUBMISSIONS holds ``<student>/<chapter>.ipynb`` or
-nbgrader's own ``<student>/<chapter>/<chapter>.ipynb``.
+nbgrader's own ``<student>/<chapter>/<chapter>.ipynb``. The course directory
+(default ``autograder/work/course``) is an ordinary nbgrader course directory
+whose configuration is ``autograder/nbgrader_config.py``:
 
-Each submission is graded twice, in isolation from every other one:
-
-1. by nbgrader (``autograde``) in a private copy of the course directory with
-   its own gradebook, so a submission that writes to "the gradebook" touches
-   only its own throwaway copy;
-2. by the trusted grader (:mod:`autograder.trusted`): the score that counts.
-
-Where nbgrader gave more than the trusted grader, the submission is marked
-*suspicious* for the instructor to look at. Results land in
-``autograder/work/results/<student>/<chapter>.json``.
+1. intake (:mod:`autograder.intake`): each submission is copied into
+   ``submitted/<student>/<chapter>/`` as regular files, or refused with a reason;
+2. the trusted grader scores them, several at once (``--workers``), and stores
+   each result in ``trusted/<student>/<chapter>.json``;
+3. ``nbgrader autograde <chapter>`` records those scores in the gradebook (the
+   course's preprocessor replaces nbgrader's in-kernel execution), so formgrader,
+   ``nbgrader export`` and ``nbgrader generate_feedback`` show them;
+4. ``feedback`` runs ``nbgrader generate_feedback`` (pages in ``feedback/``,
+   which ``nbgrader release_feedback`` hands out), ``grades`` prints the table
+   and writes a CSV with a status column.
 """
 from __future__ import annotations
 
 import argparse
 import csv
-import html
-import json
 import os
-import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -36,175 +34,135 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autograder import trusted
-from autograder.exercises import use_this_environment
+from autograder import feedback, intake, trusted
+from autograder.nbgrader_plugin import load_result, save_result, status_of
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "autograder" / "work"
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+COURSE = WORK / "course"
 
 
-# -- collecting submissions -------------------------------------------------------
-def collect(submissions: Path) -> list:
-    """(student, chapter, path) for every submitted notebook, in either layout."""
-    found = []
-    for student_dir in sorted(p for p in Path(submissions).iterdir() if p.is_dir()):
-        for path in sorted(student_dir.rglob("*.ipynb")):
-            if ".ipynb_checkpoints" in path.parts:
-                continue
-            found.append((student_dir.name, path.stem, path))
-    return found
+def nbgrader(*args, course: Path, check: bool = True) -> subprocess.CompletedProcess:
+    """Run an nbgrader command in the course directory, with this environment's tools."""
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    run = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), *args], cwd=course, env=env,
+                         capture_output=True, text=True)
+    if check and run.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed in {course}:\n{(run.stdout + run.stderr)[-3000:]}")
+    return run
 
 
-# -- nbgrader, one private course directory per submission ------------------------
-def template(chapters: list, work: Path) -> Path:
-    """A course directory with the chapters' source and a gradebook that knows them."""
-    use_this_environment()
-    base = work / "template"
-    stamp = json.dumps({ch: (ROOT / "solutions" / f"{ch}.ipynb").stat().st_mtime for ch in chapters})
-    if (base / "stamp.json").exists() and (base / "stamp.json").read_text() == stamp:
-        return base
-    shutil.rmtree(base, ignore_errors=True)
-    base.mkdir(parents=True)
-    shutil.copy(ROOT / "autograder" / "nbgrader_config.py", base / "nbgrader_config.py")
-    for ch in chapters:
-        (base / "source" / ch).mkdir(parents=True)
-        shutil.copy(ROOT / "solutions" / f"{ch}.ipynb", base / "source" / ch / f"{ch}.ipynb")
-        run = subprocess.run(["nbgrader", "generate_assignment", ch, "--force"], cwd=base,
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            raise RuntimeError(f"nbgrader generate_assignment {ch} failed:\n{run.stderr[-2000:]}")
-    (base / "stamp.json").write_text(stamp)
-    return base
+def prepare_course(course: Path, chapters: list):
+    """An nbgrader course directory that knows these chapters: the course's
+    configuration, each solution notebook as the assignment's source, and the
+    gradebook entries ``generate_assignment`` makes (redone when a solution changes)."""
+    course.mkdir(parents=True, exist_ok=True)
+    config = f"c = get_config()  # noqa: F821\nload_subconfig({str(ROOT / 'autograder' / 'nbgrader_config.py')!r})\n"
+    if not (course / "nbgrader_config.py").is_file() or (course / "nbgrader_config.py").read_text() != config:
+        (course / "nbgrader_config.py").write_text(config)
+    for chapter in chapters:
+        solution = (ROOT / "solutions" / f"{chapter}.ipynb").read_bytes()
+        source = course / "source" / chapter / f"{chapter}.ipynb"
+        if source.is_file() and source.read_bytes() == solution and (course / "release" / chapter).is_dir():
+            continue
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_bytes(solution)
+        nbgrader("generate_assignment", chapter, "--force", course=course)
 
 
-def _nbgrader_limits():
-    resource.setrlimit(resource.RLIMIT_AS, (8 << 30,) * 2)     # the kernel inherits it
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _refused(course: Path, item, reason: str) -> dict:
+    solution = ROOT / "solutions" / f"{item.chapter}.ipynb"
+    max_score = sum(p for _, p, _ in trusted.spec_of(solution).tests) if solution.is_file() else 0.0
+    result = trusted.Result(notebook=item.chapter, failure=reason, max_score=max_score).to_json()
+    if intake.STUDENT_ID.match(item.student) and item.chapter != "?":
+        shutil.rmtree(course / "submitted" / item.student / item.chapter, ignore_errors=True)
+        save_result(course, item.student, item.chapter, result)
+    return {"student": item.student, **result, "status": "failed", "reason": reason}
 
 
-def nbgrader_autograde(base: Path, student: str, chapter: str, path: Path, work: Path,
-                       cell_timeout: int, wall_s: int) -> dict:
-    """Run nbgrader autograde privately; per-cell scores from its gradebook."""
-    from nbgrader.api import Gradebook
-    private = work / "runs" / student / chapter
-    shutil.rmtree(private, ignore_errors=True)
-    shutil.copytree(base, private, ignore=shutil.ignore_patterns("stamp.json"))
-    target = private / "submitted" / student / chapter
-    target.mkdir(parents=True)
-    shutil.copy(path, target / f"{chapter}.ipynb")
-    for folder in trusted.artifacts_of(path, chapter):      # e.g. the capstone's saved model
-        shutil.copytree(folder, target / folder.name, symlinks=False)
-    env = {**os.environ, "NBGRADER_EXECUTION": "autograde"}
-    command = ["nbgrader", "autograde", chapter, "--student", student, "--force",
-               f"--Execute.timeout={cell_timeout}"]
-    try:
-        run = subprocess.run(command, cwd=private, env=env, capture_output=True, text=True,
-                             timeout=wall_s, preexec_fn=_nbgrader_limits, start_new_session=True)
-        log = run.stdout + run.stderr
-    except subprocess.TimeoutExpired:
-        return {"error": f"nbgrader did not finish within {wall_s} s (a loop that ignores interrupts?)"}
-    (work / "results" / student).mkdir(parents=True, exist_ok=True)
-    (work / "results" / student / f"{chapter}.nbgrader.log").write_text(log[-20000:])
-    try:
-        with Gradebook(f"sqlite:///{private / 'gradebook.db'}") as gb:
-            nb = gb.find_submission_notebook(chapter, chapter, student)
-            return {"cells": {g.name: {"score": g.score, "max_score": g.max_score,
-                                       "needs_manual_grade": g.needs_manual_grade} for g in nb.grades}}
-    except Exception as err:
-        line = next((l for l in reversed(log.splitlines()) if "ERROR" in l), "")
-        return {"error": f"nbgrader could not grade it ({type(err).__name__}) {line[:200]}".strip()}
-
-
-# -- combining --------------------------------------------------------------------
-def status_of(result: dict, nbg: dict) -> tuple:
-    if result.get("failure"):
-        return "failed", result["failure"]
-    reasons = list(result.get("notes", []))
-    if "error" in nbg:
-        reasons.append(nbg["error"])
-    if result.get("aborted"):     # stopped for a loop, a crash or memory: nbgrader may disagree, fairly
-        return "graded", " ".join(reasons)
-    if "cells" in nbg:
-        inflated = [c["grade_id"] for c in result["cells"]
-                    if (nbg["cells"].get(c["grade_id"], {}).get("score") or 0) > c["points"] + 1e-9]
-        if inflated:
-            return "suspicious", (f"nbgrader, running inside the submission's own kernel, gave points "
-                                  f"the trusted grader did not ({', '.join(inflated)}); "
-                                  "the trusted score counts. " + " ".join(reasons)).strip()
-        manual = sorted(gid for gid, c in nbg["cells"].items() if c.get("needs_manual_grade"))
-        if manual:
-            return "needs manual grade", " ".join(
-                [f"nbgrader asks for a manual grade of {', '.join(manual)} (a manually graded answer, "
-                 "or a grade cell the submission deleted or changed); the trusted score stands"] + reasons)
-    elif "error" not in nbg:
-        reasons.append("nbgrader gave no result")
-    return "graded", " ".join(reasons)
-
-
-def grade_one(item, base, work, cell_timeout, wall_s, limits) -> dict:
-    student, chapter, path = item
-    start = time.perf_counter()
-    if not STUDENT_ID.match(student):
-        record = {"student": student, "notebook": chapter, "score": 0.0, "max_score": 0.0,
-                  "status": "failed", "reason": "student folder name must be letters, digits, _ . -"}
-    else:
-        result = trusted.grade(path, chapter, limits).to_json()
-        nbg = (nbgrader_autograde(base, student, chapter, path, work, cell_timeout, wall_s)
-               if not result.get("failure") or "unknown assignment" not in result["failure"] else {})
-        status, reason = status_of(result, nbg)
-        nbgrader_score = sum((c.get("score") or 0) for c in nbg.get("cells", {}).values()) if "cells" in nbg else None
-        record = {"student": student, **result, "status": status, "reason": reason,
-                  "nbgrader_score": nbgrader_score}
-    record["seconds"] = round(time.perf_counter() - start, 1)
-    out = work / "results" / student / f"{chapter}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1) + "\n")
-    return record
-
-
-def autograde(submissions: Path, work: Path = WORK, workers: int = 2, cell_timeout: int = 300,
-              wall_s: int = 1200, limits: trusted.Limits | None = None) -> list:
-    items = collect(submissions)
+def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits: trusted.Limits | None = None,
+              students: list | None = None) -> list:
+    """Grade a folder of submissions into the course directory; the records, one per submission."""
+    items = [s for s in intake.collect(submissions) if not students or s.student in students]
     if not items:
         raise ValueError(f"no notebooks found under {submissions}: expected <student>/<chapter>.ipynb "
                          "or <student>/<chapter>/<chapter>.ipynb")
     known = {p.stem for p in (ROOT / "solutions").glob("*.ipynb")}
-    base = template(sorted({ch for _, ch, _ in items if ch in known}), work)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        records = list(pool.map(lambda item: grade_one(item, base, work, cell_timeout, wall_s,
-                                                       limits or trusted.Limits()), items))
+    prepare_course(course, sorted({s.chapter for s in items if s.chapter in known}))
+    records, accepted = [], []
+    for item in items:
+        reason = item.refused or (None if item.chapter in known else
+                                  f"unknown assignment {item.chapter!r}: the notebook's name must be one of "
+                                  f"the course's ({', '.join(sorted(known))})")
+        if reason is None:
+            target = course / "submitted" / item.student / item.chapter
+            try:
+                intake.place(item, target)
+                trusted.read_submission(target / f"{item.chapter}.ipynb")
+                accepted.append(item)
+                continue
+            except (intake.Refused, ValueError) as err:
+                reason = str(err)
+        records.append(_refused(course, item, reason))
+
+    def grade_one(item):
+        start = time.perf_counter()
+        path = course / "submitted" / item.student / item.chapter / f"{item.chapter}.ipynb"
+        result = trusted.grade(path, item.chapter, limits).to_json()
+        result["seconds"] = round(time.perf_counter() - start, 1)
+        save_result(course, item.student, item.chapter, result)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(grade_one, accepted))
+    for chapter in sorted({item.chapter for item in accepted}):   # stored results: no grading twice
+        nbgrader("autograde", chapter, "--force", course=course, check=False)
+    wanted = {(i.student, i.chapter) for i in accepted}
+    return records + [r for r in load_records(course) if (r["student"], r["notebook"]) in wanted]
+
+
+def load_records(course: Path = COURSE) -> list:
+    """Every graded submission: the gradebook's score (what nbgrader shows), the
+    trusted grader's checks and notes, a status and its reason."""
+    from nbgrader.api import Gradebook, MissingEntry
+    records = []
+    gradebook = course / "gradebook.db"
+    with Gradebook(f"sqlite:///{gradebook}") as gb:
+        for path in sorted((course / "trusted").glob("*/*.json")):
+            student, notebook = path.parent.name, path.stem
+            result = load_result(course, student, notebook)
+            score, manual = result.get("score", 0.0), False
+            if not result.get("failure"):
+                try:
+                    nb = gb.find_submission_notebook(notebook, notebook, student)
+                    score, manual = nb.score, nb.needs_manual_grade
+                except MissingEntry:
+                    result["failure"] = "not in the gradebook: nbgrader autograde did not record it"
+            status, reason = status_of(result, manual)
+            records.append({"student": student, **result, "score": score, "status": status, "reason": reason})
     return records
-
-
-def load_records(work: Path = WORK) -> list:
-    return [json.loads(p.read_text()) for p in sorted((work / "results").glob("*/*.json"))]
 
 
 def write_csv(records: list, path: Path):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "assignment", "score", "max_score", "status", "reason", "nbgrader_score"])
+        writer.writerow(["student", "assignment", "score", "max_score", "status", "reason"])
         for r in records:
             writer.writerow([r["student"], r["notebook"], r["score"], r["max_score"], r["status"],
-                             r.get("reason", ""), "" if r.get("nbgrader_score") is None else r["nbgrader_score"]])
+                             r.get("reason", "")])
 
 
-def feedback_html(record: dict) -> str:
-    """Per-check results and messages; never a hidden test's source or a reference value."""
-    rows = []
-    for cell in record.get("cells", []):
-        messages = [f"{name}: passed" if not problems else f"{name}: " + "; ".join(problems)
-                    for name, problems in cell.get("checks", {}).items()]
-        rows.append(f"<tr><td>{html.escape(cell['grade_id'])}</td><td>{cell['points']:g} / "
-                    f"{cell['max_points']:g}</td><td>{html.escape(' | '.join(messages))}</td></tr>")
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in record.get("notes", []))
-    reason = html.escape(record.get("reason", ""))
-    return (f"<!doctype html><meta charset='utf-8'><title>{html.escape(record['notebook'])}</title>"
-            f"<h1>{html.escape(record['notebook'])}: {record['score']:g} / {record['max_score']:g}</h1>"
-            f"<p>Status: {html.escape(record['status'])}. {reason}</p>"
-            f"<table border=1 cellpadding=4><tr><th>test cell</th><th>points</th><th>checks</th></tr>"
-            f"{''.join(rows)}</table><ul>{notes}</ul>")
+def write_feedback(course: Path = COURSE) -> Path:
+    """nbgrader's feedback for every graded submission (the course's content, see
+    nbgrader_plugin.CourseFeedback), and a page for each one nbgrader could not take."""
+    chapters = sorted({p.parent.name for p in (course / "autograded").glob("*/*/*.ipynb")})
+    for chapter in chapters:
+        nbgrader("generate_feedback", chapter, "--force", course=course)
+    for record in load_records(course):
+        if record["status"] == "failed":
+            out = course / "feedback" / record["student"] / record["notebook"] / f"{record['notebook']}.html"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(feedback.page(record, record["student"], record["status"], record["reason"]))
+    return course / "feedback"
 
 
 def print_table(records: list):
@@ -222,29 +180,34 @@ def main(argv=None) -> int:
     p = sub.add_parser("autograde", help="grade a folder of submissions")
     p.add_argument("submissions")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--cell-timeout", type=int, default=300)
-    sub.add_parser("feedback", help="write feedback pages for the graded submissions")
-    p = sub.add_parser("grades", help="print the grade table and write the CSV")
-    p.add_argument("--csv", default=str(WORK / "grades.csv"))
+    p.add_argument("--students", default="", help="comma-separated student folders to grade (default: all)")
+    for name in ("autograde", "feedback", "grades"):
+        p = sub.choices.get(name) or sub.add_parser(name, help={"feedback": "write the feedback pages",
+                                                              "grades": "print the grade table, write the CSV"}[name])
+        p.add_argument("--course", default=str(COURSE), help="the nbgrader course directory")
+    sub.choices["grades"].add_argument("--csv", default=None, help="default: COURSE/grades.csv")
     args = parser.parse_args(argv)
 
     if args.command == "release":
         from autograder.release import build
-        path = build(Path(args.out))
-        print(f"student release written to {path}")
-    elif args.command == "autograde":
-        print_table(autograde(Path(args.submissions), workers=args.workers, cell_timeout=args.cell_timeout))
+        print(f"student release written to {build(Path(args.out))}")
+        return 0
+    course = Path(args.course).resolve()
+    if args.command == "autograde":
+        if not Path(args.submissions).is_dir():
+            parser.error(f"{args.submissions} is not a folder of submissions (<student>/<chapter>.ipynb)")
+        students = [s for s in args.students.split(",") if s] or None
+        print_table(autograde(Path(args.submissions), course, args.workers, students=students))
+        print(f"scores are in the gradebook of {course}: `make grades`, `make feedback`, or nbgrader's "
+              "own export and formgrader")
     elif args.command == "feedback":
-        for r in load_records():
-            out = WORK / "feedback" / r["student"] / f"{r['notebook']}.html"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(feedback_html(r))
-        print(f"feedback pages in {WORK / 'feedback'}")
+        print(f"feedback pages in {write_feedback(course)}")
     elif args.command == "grades":
-        records = load_records()
+        records = load_records(course)
         print_table(records)
-        write_csv(records, Path(args.csv))
-        print(f"wrote {args.csv}")
+        out = Path(args.csv or course / "grades.csv")
+        write_csv(records, out)
+        print(f"wrote {out}")
     return 0
 
 

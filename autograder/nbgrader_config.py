@@ -1,18 +1,45 @@
-# nbgrader configuration of the course (copied into every grading directory).
-# See autograder/README.md for why each setting is here.
+# nbgrader configuration of the course. A course directory loads it from its own
+# nbgrader_config.py with `load_subconfig("<this repository>/autograder/nbgrader_config.py")`
+# (`make autograde` and the hub write that line). See autograder/README.md for why.
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # `autograder` for nbgrader to import
+
 c = get_config()  # noqa: F821
 
 c.CourseDirectory.course_id = "rnnlm-course"
-# Per-cell time limit, sized to the slowest cell under NBGRADER_EXECUTION (training
-# cells shrink their runs when that variable is set); autograde --cell-timeout overrides it.
-c.Execute.timeout = 300
-c.Execute.interrupt_on_timeout = True
-# A loop that ignores KeyboardInterrupt must cost its cell, not abort the submission.
-c.Execute.raise_on_iopub_timeout = False
-# A harmless warning on stderr must not turn a correct answer into 0 points.
-c.IgnorePattern.enabled = True
-c.IgnorePattern.pattern = r"Warning|\[dynet\]"
-# A deleted grade cell is put back (and then fails), instead of silently scoring nothing.
-c.OverwriteCells.add_missing_cells = True
 c.ClearSolutions.code_stub = {"python": 'raise NotImplementedError("Student exercise: replace this line with your code")'}
 c.ClearSolutions.enforce_metadata = True
+# A deleted grade cell is put back (and graded like any other), instead of silently scoring nothing.
+c.RestoreCells.add_missing_cells = True
+
+# Sanitising as nbgrader does it, with two of its steps made robust to copied answer
+# cells and deleted test cells (see autograder/nbgrader_plugin.py).
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "autograder.nbgrader_plugin.MarkDuplicates",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "autograder.nbgrader_plugin.RestoreCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# One grader. nbgrader's Execute would run the submission in a kernel with the
+# instructor's rights; GradeInSandbox scores it with the confined grader instead and
+# writes each test cell's trusted points and check messages as the cell's output,
+# which nbgrader's own SaveAutoGrades stores in the gradebook.
+c.Autograde.autograde_preprocessors = [
+    "autograder.nbgrader_plugin.GradeInSandbox",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# The feedback students get: their notebook with its scores, each test cell's check
+# messages, a summary on top, and never a hidden test.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "autograder.nbgrader_plugin.CourseFeedback",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

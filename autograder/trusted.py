@@ -1,18 +1,31 @@
-"""The grade that counts: computed without running student code in this process.
+"""The grade that counts: student code runs only in the confined sandbox.
 
 For one submitted notebook: read it (a corrupt file is a failed submission with
-its reason, never a crash), take the answer cells by their grade_id, run them
-with the chapter's probes in the confined sandbox (:mod:`autograder.sandbox`;
-CPU time, memory, file size and wall time limited), and judge the returned
-numbers here against the reference. A test cell's points are earned when every
-check its hidden tests name passes. Test cells and points come from the
-instructors' solution notebook, so editing them in a submission changes nothing.
+its reason, never a crash), take the answer cells by their grade_id (the first of
+duplicates, in notebook order, as nbgrader does), run them with the chapter's
+probes in the sandbox (:mod:`autograder.sandbox`), and judge what comes back here
+against the reference. A step check's result is a traced program, which a second
+sandbox that runs no student code replays into numbers
+(:mod:`autograder.probes.trace`). Each test cell's points are split over the
+checks its hidden tests name, as the solution notebook states (``points=`` on a
+``check(...)`` call; calls without it share the rest equally:
+:func:`autograder.reference.grading.split_points`). Test cells and
+points come from the instructors' notebook, so editing them in a submission
+changes nothing.
+
+Time is limited per piece of work: an answer cell, a check's probe, and the whole
+submission each have a limit (:class:`Limits`). A cell or probe that runs past its
+limit, crashes or exhausts memory costs the checks that need it, and the sandbox
+is started again for the rest.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import pickle
+import queue
 import re
 import resource
 import shutil
@@ -20,25 +33,38 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 import numpy as np
 
-from autograder.probes import from_arrays
+from autograder.probes import TRACED, from_arrays
+from autograder.reference.grading import check_calls, split_points
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
-CHECK_CALL = re.compile(r"""check\(\s*["']([\w.\-]+)["']""")
+MAX_FRAME = 128 << 20          # one result (a capstone's weights fit)
+MAX_OUTPUT = 256 << 20         # everything one sandbox may send
+START_S = 90                   # loading DyNet, NumPy and the course in a fresh process
+NAMESPACES = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
+              "--mount-proc", "--net", "--ipc"]
+JUDGING = threading.Lock()     # DyNet has one computation graph per process: one judge at a time
 
 
 @dataclass
 class Limits:
-    wall_s: int = 120          # the whole sandbox run
-    cpu_s: int = 120
+    cell_s: int = 30           # one answer cell
+    check_s: int = 30          # one check's probe (a capstone's: see CHECK_S)
+    wall_s: int = 300          # everything one submission may take
+    cpu_s: int = 120           # CPU seconds of one sandbox process
     memory_mb: int = 4096      # address space of the sandbox process
     file_mb: int = 64          # largest file it may write
+
+
+CHECK_S = {"ch10.": 120}       # checks that evaluate a whole model get longer
 
 
 @dataclass
@@ -47,6 +73,7 @@ class CellScore:
     points: float
     max_points: float
     checks: dict = field(default_factory=dict)     # check name -> list of problems ([] = passed)
+    weights: dict = field(default_factory=dict)    # check name -> its share of the points
 
 
 @dataclass
@@ -56,8 +83,9 @@ class Result:
     max_score: float = 0.0
     cells: list = field(default_factory=list)
     failure: str | None = None         # why the submission could not be graded normally
-    aborted: bool = False              # its code was stopped (time, memory, crash): scores 0
+    aborted: bool = False              # some of its code was stopped (time, memory, crash)
     notes: list = field(default_factory=list)
+    digest: str = ""                   # of what was graded: answer cells and model files
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -65,14 +93,20 @@ class Result:
 
 @dataclass
 class Spec:
-    """What the solution notebook says is graded."""
+    """What the instructors' notebook says is graded."""
     answers: list            # grade_ids of answer cells, in order
-    tests: list              # (grade_id, points, [check names])
+    tests: list              # (grade_id, points, {check name: its share of the points})
     manual: list             # grade_ids of manually graded cells
 
+    @property
+    def shares(self) -> dict:
+        return {gid: weights for gid, _, weights in self.tests}
 
-def spec_of(solution_path: Path) -> Spec:
-    nb = nbformat.read(solution_path, as_version=4)
+
+def spec_of(notebook) -> Spec:
+    """The spec of an instructors' notebook (a path, or a notebook whose test cells
+    are the instructors', as nbgrader restores them before grading)."""
+    nb = nbformat.read(notebook, as_version=4) if isinstance(notebook, (str, Path)) else notebook
     answers, tests, manual = [], [], []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
@@ -80,8 +114,9 @@ def spec_of(solution_path: Path) -> Spec:
             manual.append(meta["grade_id"])
         elif meta.get("solution") and cell.cell_type == "code":
             answers.append(meta["grade_id"])
-        elif meta.get("grade"):
-            tests.append((meta["grade_id"], float(meta.get("points", 0)), CHECK_CALL.findall(cell.source)))
+        elif meta.get("grade") and cell.cell_type == "code":
+            points = float(meta.get("points", 0))
+            tests.append((meta["grade_id"], points, split_points(points, check_calls(cell.source))))
     return Spec(answers, tests, manual)
 
 
@@ -98,13 +133,72 @@ def read_submission(path: Path):
                          f"{str(err).splitlines()[0][:200]}); open it in Jupyter, save, resubmit") from None
 
 
-def answer_sources(nb, answers: list) -> list:
-    found = {}
+def answer_sources(nb, answers: list) -> tuple:
+    """(grade_id, source) of each answer cell, the first of duplicates; and the duplicates."""
+    found, duplicates = {}, []
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.get("cell_type") == "code" and meta.get("grade_id") in answers and meta.get("solution"):
-            found.setdefault(meta["grade_id"], cell.source)
-    return [(gid, found[gid]) for gid in answers if gid in found]
+        gid = meta.get("grade_id")
+        if cell.get("metadata", {}).get("course", {}).get("copy_of") in answers:   # marked by nbgrader_plugin
+            duplicates.append(cell.metadata.course.copy_of)
+        if cell.get("cell_type") == "code" and gid in answers and meta.get("solution"):
+            if gid in found:
+                duplicates.append(gid)
+            found.setdefault(gid, cell.source)
+    return [(gid, found[gid]) for gid in answers if gid in found], duplicates
+
+
+ARTIFACT_MB = 64     # the largest saved model a submission may bring
+
+
+def artifacts_of(path: Path, chapter: str) -> list:
+    """Folders a submission brings next to its notebook: ``<chapter>_model/``
+    (the capstone's saved model), given to the sandbox as its working files."""
+    folder = Path(path).parent / f"{chapter}_model"
+    return [folder] if folder.is_dir() and not folder.is_symlink() else []
+
+
+_grader_code: str | None = None
+
+
+def grader_code() -> str:
+    """A digest of the grader's own code (checks, probes, sandbox): a stored result
+    made by other checks is not reused."""
+    global _grader_code
+    if _grader_code is None:
+        h = hashlib.sha256()
+        for path in sorted((ROOT / "autograder").rglob("*.py")):
+            if "samples" not in path.parts:
+                h.update(path.read_bytes())
+        _grader_code = h.hexdigest()
+    return _grader_code
+
+
+def digest_of(cells: list, artifacts: list, spec: Spec) -> str:
+    """What a grade depends on: the answer cells, the model files, the test cells'
+    checks and points, the grader's code. A stored result is reused only when all agree."""
+    h = hashlib.sha256(json.dumps([cells, spec.tests, grader_code()]).encode())
+    for folder in artifacts:
+        for path in sorted(Path(folder).rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+# -- the sandbox, from the outside -----------------------------------------------------
+_namespaces: tuple | None = None
+
+
+def namespaces() -> tuple:
+    """(usable, why not): whether new user, PID and network namespaces can be made here."""
+    global _namespaces
+    if _namespaces is None:
+        try:
+            run = subprocess.run(NAMESPACES + ["true"], capture_output=True, text=True, timeout=20)
+            _namespaces = (run.returncode == 0, run.stderr.strip()[:200])
+        except (OSError, subprocess.TimeoutExpired) as err:
+            _namespaces = (False, str(err)[:200])
+    return _namespaces
 
 
 def _limit(limits: Limits):
@@ -116,146 +210,288 @@ def _limit(limits: Limits):
     return apply
 
 
-ARTIFACT_MB = 64     # the largest saved model a submission may bring
+def _copy_regular_files(source: Path, target: Path):
+    """A submission's folder as regular files only (the grader already refused
+    anything else at intake; this never follows a link either way)."""
+    target.mkdir()
+    for entry in os.scandir(source):
+        if entry.is_dir(follow_symlinks=False):
+            _copy_regular_files(Path(entry.path), target / entry.name)
+        elif entry.is_file(follow_symlinks=False):
+            shutil.copyfile(entry.path, target / entry.name, follow_symlinks=False)
 
 
-def artifacts_of(path: Path, chapter: str) -> list:
-    """Folders a submission brings next to its notebook: ``<chapter>_model/``
-    (the capstone's saved model), given to the sandbox as its working files."""
-    folder = Path(path).parent / f"{chapter}_model"
-    return [folder] if folder.is_dir() else []
+class Sandbox:
+    """One sandbox process and the frames it sends (see autograder/sandbox.py)."""
+
+    def __init__(self, request: dict, inputs: dict, limits: Limits, artifacts=()):
+        self.workdir = Path(tempfile.mkdtemp(prefix="sandbox-"))
+        (self.workdir / "request.json").write_text(json.dumps(request))
+        with open(self.workdir / "inputs.pkl", "wb") as f:
+            pickle.dump(inputs, f)
+        for folder in artifacts:
+            _copy_regular_files(folder, self.workdir / folder.name)
+        read, write = os.pipe()
+        command = [sys.executable, "-m", "autograder.sandbox", str(self.workdir), str(write)]
+        isolated, _ = namespaces()
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.workdir), "MPLCONFIGDIR": str(self.workdir),
+               "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+               "COURSE_GPU": os.environ.get("COURSE_GPU", "")}
+        self.process = subprocess.Popen((NAMESPACES if isolated else []) + command, cwd=self.workdir, env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, pass_fds=(write,),
+                                        preexec_fn=_limit(limits), start_new_session=True)
+        os.close(write)
+        self.frames: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, args=(read,), daemon=True).start()
+
+    def _read(self, fd: int):
+        """Frames into the queue; None at the end. A malformed or oversized stream ends it."""
+        with os.fdopen(fd, "rb") as stream:
+            total = 0
+            while True:
+                size = stream.read(4)
+                if len(size) < 4:
+                    break
+                n = int.from_bytes(size, "big")
+                total += n
+                if n > 1 << 16 or total > MAX_OUTPUT:
+                    self.frames.put({"event": "garbled"})
+                    break
+                try:
+                    header = json.loads(stream.read(n))
+                    m = int.from_bytes(stream.read(4), "big")
+                    total += m
+                    if m > MAX_FRAME or total > MAX_OUTPUT or not isinstance(header, dict):
+                        raise ValueError
+                    header["blob"] = stream.read(m)
+                except ValueError:
+                    self.frames.put({"event": "garbled"})
+                    break
+                self.frames.put(header)
+        self.frames.put(None)
+
+    def next(self, seconds: float):
+        """The next frame, None when the process has closed the channel, "timeout"."""
+        try:
+            return self.frames.get(timeout=max(seconds, 0.01))
+        except queue.Empty:
+            return "timeout"
+
+    def stop(self, wait: float = 0) -> str:
+        """End it and everything it started (after ``wait`` seconds for it to end by
+        itself); how it ended, in words."""
+        try:
+            self.process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            pass
+        killed = self.process.poll() is None
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        code = self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if killed:
+            return "was stopped"
+        from autograder.sandbox import OUT_OF_MEMORY
+        return {-signal.SIGKILL: "was killed (memory or CPU limit)", -signal.SIGXCPU: "used up its CPU time",
+                -signal.SIGSEGV: "crashed (segmentation fault)", -signal.SIGABRT: "crashed (aborted)",
+                OUT_OF_MEMORY: "exhausted the memory limit", 137: "was killed (memory or CPU limit)",
+                152: "used up its CPU time", 139: "crashed (segmentation fault)", 134: "crashed (aborted)",
+                }.get(code, f"ended the process (exit code {code})")
+
+
+def _message(text) -> str:
+    """A message from the sandbox as a student may read it: text, one line, bounded."""
+    return re.sub(r"[\x00-\x1f\x7f]+", " ", str(text))[:400]
+
+
+def _decode(frame: dict, traced: bool):
+    blob = frame.get("blob", b"")
+    if traced:
+        return json.loads(blob)
+    with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+        return from_arrays({k: data[k] for k in data.files})
 
 
 def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine: bool = True,
                 artifacts: list = ()):
-    """Run the sandbox; return (numbers per check, errors per check, notes, aborted).
+    """Run the answer cells and the probes; return (numbers per check, errors per
+    check or ``cell:<grade_id>``, notes, whether anything was stopped).
 
-    A run that is stopped (wall time, CPU or memory limit, the process ended by
-    the student's code) returns no numbers at all: such a submission earns
-    nothing, whatever it defined before, and the notes say where it stopped."""
-    workdir = Path(tempfile.mkdtemp(prefix="sandbox-"))
-    try:
-        (workdir / "request.json").write_text(json.dumps({"cells": cells, "probes": probes,
-                                                          "confine": confine}))
-        notes = []
-        for folder in artifacts:
-            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
-            if size > ARTIFACT_MB << 20:
-                notes.append(f"{folder.name}/ is {size >> 20} MB, over the {ARTIFACT_MB} MB limit: not graded")
-                continue
-            shutil.copytree(folder, workdir / folder.name, symlinks=False,
-                            ignore=lambda d, names: [n for n in names if Path(d, n).is_symlink()])
-        with open(workdir / "inputs.pkl", "wb") as f:
-            pickle.dump(inputs, f)
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(workdir), "MPLCONFIGDIR": str(workdir),
-               "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-        with open(workdir / "output.txt", "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "autograder.sandbox", str(workdir)],
-                                    cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, preexec_fn=_limit(limits),
-                                    start_new_session=True)
+    Each cell and each probe has its own time limit. When one runs past it (or
+    crashes, or exhausts memory), the sandbox is stopped and started again for
+    the checks still to do: without the cell (its functions are then missing), or
+    without the probe (its check fails with the reason)."""
+    numbers, errors, notes, programs = {}, {}, [], {}
+    todo = list(probes)
+    cells = list(cells)
+    aborted = False
+    isolated, why = namespaces()
+    if not isolated:
+        notes.append(f"sandbox without namespaces ({why or 'unshare unavailable'}): processes it starts "
+                     "are stopped by process group only, and UDP is not blocked")
+    deadline = time.monotonic() + limits.wall_s
+    for _ in range(len(probes) + len(cells) + 1):
+        if not todo:
+            break
+        box = Sandbox({"cells": cells, "probes": todo, "confine": confine}, {p["check"]: inputs[p["check"]] for p in todo},
+                      limits, artifacts)
+        phase, name, until = "start", None, time.monotonic() + START_S
+        ending = None
+        while True:
+            frame = box.next(min(until, deadline) - time.monotonic())
+            if frame is None or frame == "timeout":
+                ending = frame
+                break
+            event = frame.get("event")
+            check = frame.get("check")
+            if event == "cell":
+                phase, name, until = "cell", frame.get("cell"), time.monotonic() + limits.cell_s
+            elif event in ("cell done", "cell failed"):
+                if event == "cell failed":
+                    errors[f"cell:{name}"] = _message(frame.get("error"))
+                phase, name, until = "between", None, time.monotonic() + limits.cell_s
+            elif event == "probe" and any(p["check"] == check for p in todo):
+                seconds = next((s for prefix, s in CHECK_S.items() if check.startswith(prefix)), limits.check_s)
+                phase, name, until = "probe", check, time.monotonic() + seconds
+            elif event in ("result", "probe failed") and phase == "probe" and check == name:
+                item = next(p for p in todo if p["check"] == check)
+                todo.remove(item)
+                if event == "probe failed":
+                    errors[check] = _message(frame.get("error"))
+                else:
+                    traced = item["probe"] in TRACED
+                    try:
+                        (programs if traced else numbers)[check] = _decode(frame, traced)
+                    except Exception as err:
+                        errors[check] = f"unreadable result ({type(err).__name__})"
+                phase, name, until = "between", None, time.monotonic() + limits.check_s
+            elif event == "tampered":
+                what = "; ".join(_message(w) for w in frame.get("what", []))[:400]
+                notes.append(f"the submission's code {what}: the grader's own code must not be changed, "
+                             "so the checks after that point were not graded")
+                for item in todo:
+                    errors[item["check"]] = "not graded: the submission changed the grader's code or environment"
+                todo, aborted = [], True
+            elif event == "not confined":
+                notes.append("sandbox not confined: " + _message(frame.get("why")))
+            elif event == "finished":
+                ending = "finished"
+                break
+            elif event == "garbled":
+                ending = "garbled"
+                break
+        how = box.stop(wait=5 if ending in ("finished", None) else 0)
+        if ending == "finished":
+            break
+        aborted = True
+        if time.monotonic() >= deadline:
+            notes.append(f"the submission used up its {limits.wall_s} s; what was left was not graded")
+            break
+        why = {"timeout": "ran past its time limit (an endless loop?)",
+               "garbled": "wrote over the grader's channel"}.get(ending, how)
+        if phase == "cell":
+            cells = [c for c in cells if c[0] != name]
+            errors[f"cell:{name}"] = f"the cell {why}"
+            notes.append(f"answer cell {name} {why}; the checks were run without it")
+        elif phase == "probe":
+            todo = [p for p in todo if p["check"] != name]
+            errors[name] = f"stopped: the code it calls {why}"
+        else:
+            notes.append(f"the sandbox {why} ({phase})")
+            break
+    for item in todo:
+        errors.setdefault(item["check"], "not graded (see the notes)")
+    if programs:
+        numbers.update(_replay(programs, inputs, limits, errors))
+    return numbers, errors, notes, aborted
+
+
+def _replay(programs: dict, inputs: dict, limits: Limits, errors: dict) -> dict:
+    """Traced programs into numbers, in a sandbox that runs no student code."""
+    numbers = {}
+    box = Sandbox({"replay": [{"check": c, "program": p} for c, p in programs.items()]},
+                  {c: inputs[c] for c in programs}, limits)
+    until = time.monotonic() + START_S + limits.check_s * len(programs)
+    while True:
+        frame = box.next(until - time.monotonic())
+        if not isinstance(frame, dict) or frame.get("event") in ("finished", "garbled"):
+            break
+        check = frame.get("check")
+        if check in programs and frame.get("event") == "result":
             try:
-                code = proc.wait(timeout=limits.wall_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                code = None
-                notes.append(f"stopped after {limits.wall_s} s of wall time (an endless loop?)")
-        if code not in (0, None):
-            from autograder.sandbox import OUT_OF_MEMORY
-            why = {-signal.SIGKILL: "killed (memory or CPU limit)", -signal.SIGXCPU: "CPU time limit",
-                   -signal.SIGSEGV: "crashed (segmentation fault)",
-                   OUT_OF_MEMORY: f"an answer cell exhausted the memory limit ({limits.memory_mb} MB)"
-                   }.get(code, f"exit code {code}")
-            notes.append(f"the code ended the grading process early: {why}")
-        aborted = code != 0
-        events = _events(workdir / "progress.jsonl")
-        errors, numbers = {}, {}
-        for event in events:
-            if event.get("event") in ("probe failed", "cell failed"):
-                key = event.get("check") or f"cell:{event.get('cell')}"
-                errors[key] = str(event.get("error", ""))[:400]
-            elif event.get("event") == "not confined":
-                notes.append("sandbox not confined: " + str(event.get("why")))
-        for item in probes:
-            path = workdir / "results" / f"{item['check']}.npz"
-            if path.exists() and not aborted:
-                try:
-                    with np.load(path, allow_pickle=False) as data:
-                        numbers[item["check"]] = from_arrays({k: data[k] for k in data.files})
-                except Exception as err:
-                    errors[item["check"]] = f"unreadable result ({type(err).__name__})"
-        if code is None or (code != 0 and not any(e.get("event") == "finished" for e in events)):
-            last = next((e for e in reversed(events) if e.get("event") in ("cell", "probe")), None)
-            if last:
-                notes.append(f"it stopped while running {last.get('cell') or last.get('check')}")
-        return numbers, errors, notes, aborted
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+                numbers[check] = _decode(frame, traced=False)
+            except Exception as err:
+                errors[check] = f"unreadable result ({type(err).__name__})"
+        elif check in programs and frame.get("event") == "probe failed":
+            errors[check] = _message(frame.get("error"))
+    how = box.stop(wait=5)
+    for check in programs:
+        if check not in numbers:
+            errors.setdefault(check, f"the step's operations could not be replayed (the replay {how})")
+    return numbers
 
 
-def _events(path: Path) -> list:
-    events = []
-    if path.exists():
-        for line in path.read_text(errors="replace").splitlines()[:10000]:
-            try:
-                event = json.loads(line)
-                if isinstance(event, dict):
-                    events.append(event)
-            except ValueError:
-                pass
-    return events
-
-
+# -- grading ------------------------------------------------------------------------------
 def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
           confine: bool = True) -> Result:
-    """Grade one submitted notebook; never raises for a bad submission."""
-    from course import runtime
-    runtime.dynet()                      # the judges compute references with DyNet
-    from autograder.reference.grading import all_checks
-    limits = limits or Limits()
+    """Grade one submitted notebook file against the course's solution notebook;
+    never raises for a bad submission."""
     chapter = chapter or Path(path).stem
-    result = Result(notebook=chapter)
     solution = SOLUTIONS / f"{chapter}.ipynb"
     if not solution.exists():
-        result.failure = f"unknown assignment {chapter!r}: the notebook's name must be one of the course's"
-        return result
+        return Result(notebook=chapter, failure=f"unknown assignment {chapter!r}: the notebook's name "
+                                                 "must be one of the course's")
     spec = spec_of(solution)
-    result.max_score = sum(points for _, points, _ in spec.tests)
     try:
         nb = read_submission(path)
     except (ValueError, OSError) as err:
-        result.failure = str(err)
-        result.cells = [asdict(CellScore(gid, 0.0, pts)) for gid, pts, _ in spec.tests]
+        result = Result(notebook=chapter, failure=str(err), max_score=sum(p for _, p, _ in spec.tests))
+        result.cells = [asdict(CellScore(gid, 0.0, pts, weights=w)) for gid, pts, w in spec.tests]
         return result
-    checks = all_checks()
-    names = sorted({name for _, _, cs in spec.tests for name in cs})
-    inputs = {name: checks[name].make_inputs() for name in names}
+    return grade_notebook(nb, chapter, spec, artifacts_of(path, chapter), limits, confine)
+
+
+def grade_notebook(nb, chapter: str, spec: Spec, artifacts: list = (), limits: Limits | None = None,
+                   confine: bool = True) -> Result:
+    """Grade a notebook already read (nbgrader's preprocessor calls this)."""
+    from course import runtime
+    runtime.dynet()                  # started here, before reference code imports DyNet
+    from autograder.reference.grading import all_checks
+    limits = limits or Limits()
+    result = Result(notebook=chapter, max_score=sum(points for _, points, _ in spec.tests))
+    with JUDGING:
+        checks = all_checks()
+        names = sorted({name for _, _, cs in spec.tests for name in cs})
+        inputs = {name: checks[name].make_inputs() for name in names}
     probes = [{"check": name, "probe": checks[name].probe, "functions": list(checks[name].functions)}
               for name in names]
-    cells = answer_sources(nb, spec.answers)
+    cells, duplicates = answer_sources(nb, spec.answers)
+    result.digest = digest_of(cells, artifacts, spec)
+    for gid in sorted(set(duplicates)):
+        result.notes.append(f"the answer cell {gid} appears more than once: the first one in the notebook "
+                            "was graded and the later copies ignored (delete the copies)")
     missing = [gid for gid in spec.answers if gid not in dict(cells)]
     if missing:
         result.notes.append(f"answer cells missing from the submission: {', '.join(missing)}")
-    numbers, errors, notes, result.aborted = run_sandbox(cells, probes, inputs, limits, confine,
-                                                         artifacts_of(path, chapter))
+    numbers, errors, notes, result.aborted = run_sandbox(cells, probes, inputs, limits, confine, artifacts)
     result.notes += notes
     result.notes += [f"{key.removeprefix('cell:')} raised {err}" for key, err in errors.items()
-                     if key.startswith("cell:")]
-    for gid, points, cell_checks in spec.tests:
-        score = CellScore(gid, 0.0, points)
-        for name in cell_checks:
-            if name in numbers:
-                try:
-                    score.checks[name] = list(checks[name].judge(numbers[name], inputs[name]))
-                except Exception as err:
-                    score.checks[name] = [f"the returned values have the wrong form ({type(err).__name__})"]
-            elif result.aborted:
-                score.checks[name] = ["not graded: the submission's code was stopped (see the notes)"]
-            else:
-                score.checks[name] = [errors.get(name, "not run")]
-        if cell_checks and all(not problems for problems in score.checks.values()):
-            score.points = points
-        result.cells.append(asdict(score))
-    result.score = sum(c["points"] for c in result.cells)
+                     if key.startswith("cell:") and not err.startswith("the cell ")]
+    with JUDGING:
+        for gid, points, weights in spec.tests:
+            score = CellScore(gid, 0.0, points, weights=weights)
+            for name in weights:
+                if name in numbers:
+                    try:
+                        score.checks[name] = list(checks[name].judge(numbers[name], inputs[name]))
+                    except Exception as err:
+                        score.checks[name] = [f"the returned values have the wrong form ({type(err).__name__})"]
+                else:
+                    score.checks[name] = [errors.get(name, "not run")]
+            score.points = round(sum(w for name, w in weights.items() if not score.checks[name]), 6)
+            result.cells.append(asdict(score))
+    result.score = round(sum(c["points"] for c in result.cells), 6)
     return result

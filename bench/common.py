@@ -42,10 +42,10 @@ def table(header, rows) -> str:
     return "\n".join(lines)
 
 
-def report(name: str, title: str, body: str, command: str):
-    """Print the result and keep a copy in bench/results/NAME.md."""
+def report(name: str, title: str, body: str, command: str, results: Path = RESULTS):
+    """Print the result and keep a copy in bench/results/NAME.md (or in ``results``)."""
     text = (f"# {title}\n\n{body}\n\nMachine: {machine()}\n\n"
             f"Date: {time.strftime('%Y-%m-%d')}. Reproduce: `{command}`\n")
     print(text)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.md").write_text(text)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{name}.md").write_text(text)

@@ -3,124 +3,465 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import signal
 import sys
-import time
 from pathlib import Path
 
+INTERRUPTED = 130            # the shell's exit status for a run stopped by Ctrl-C
+ERROR = 2
+DEFAULT_MAX_LENGTH = 500     # tokens; longer lines are cut (memory grows with the longest line)
+DEFAULT_MAX_UNKNOWN = 0.05
 
-def _add_corpus(parser):
-    parser.add_argument("--corpus", default="course",
-                        help="course (the shipped grammar corpus), ptb, wikitext-2, or a directory "
-                             "holding train/valid/test files (default: course)")
-    parser.add_argument("--max-sentences", type=int, default=None,
+
+# --------------------------------------------------------------------------- option types
+
+def _number(kind, low=None, high=None, low_open=False, example=""):
+    """An argparse type: ``kind`` within bounds, else a message naming the value and a fix."""
+    def convert(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = math.nan
+        above = low is None or value > low or (value == low and not low_open)
+        if not (math.isfinite(value) and above and (high is None or value <= high)):
+            bounds = [f"> {low:g}" if low_open else f">= {low:g}"] if low is not None else []
+            bounds += [f"<= {high:g}"] if high is not None else []
+            bounds = " and ".join(bounds)
+            raise argparse.ArgumentTypeError(
+                f"got {text!r}; give {'an integer' if kind is int else 'a number'} {bounds}{example}")
+        return value
+    return convert
+
+
+POSITIVE = _number(int, 1)
+
+
+def _memory_mb() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+
+
+# --------------------------------------------------------------------------- corpus
+
+def _add_corpus(parser, default="course"):
+    parser.add_argument("--corpus", default=default,
+                        help="course (the shipped grammar corpus), ptb, wikitext-2, a folder holding "
+                             "train/valid/test files, or a text file of your own (split in order: "
+                             "first 80%% of its lines train, next 10%% valid, last 10%% test)"
+                             + ("" if default else "; default: the corpus the model was trained on"))
+    parser.add_argument("--max-sentences", type=POSITIVE, default=None,
                         help="use only the first N sentences of each split (quick runs)")
 
 
-def _read(corpus: str, split: str, limit: int | None):
-    from course.corpora import read_corpus
-    sentences = read_corpus(corpus, split)
-    return sentences[:limit] if limit else sentences
+def read_splits(data: dict) -> tuple[dict, list, list]:
+    """The train/valid/test sentences a run uses, as ``data`` describes them (corpus,
+    unit, max_sentences, max_length, max_tokens); the training split before
+    ``max_tokens`` (the vocabulary's source); and notes for the user."""
+    from course.corpora import FILE_SPLIT, SPLITS, is_text_file, read_corpus
+    from course.data import first_tokens, split_long
+    splits = {s: read_corpus(data["corpus"], s, data["unit"]) for s in SPLITS}
+    notes = []
+    if is_text_file(data["corpus"]):
+        notes.append(f"{data['corpus']} is one file, split in order: {FILE_SPLIT}")
+    if data["max_sentences"]:
+        splits = {s: v[:data["max_sentences"]] for s, v in splits.items()}
+    for split in SPLITS:
+        splits[split], n_cut = split_long(splits[split], data["max_length"])
+        if n_cut:
+            notes.append(f"{n_cut:,} {split} line(s) longer than {data['max_length']:,} tokens were cut "
+                         f"into pieces of {data['max_length']:,} (--max-length)")
+    full_train = splits["train"]
+    if data["max_tokens"]:
+        splits["train"] = first_tokens(full_train, data["max_tokens"])
+        notes.append(f"training on the first {sum(map(len, splits['train'])):,} of "
+                     f"{sum(map(len, full_train)):,} tokens (--max-tokens); the vocabulary comes from all")
+    return splits, full_train, notes
 
 
-def cmd_train(args):
+def _unknown(sentences, vocab) -> tuple[int, int]:
+    from course.data import encode
+    _, n_unknown = encode(sentences, vocab, max_unknown=1.0)
+    return n_unknown, sum(map(len, sentences))
+
+
+def _yardstick(splits: dict, vocab, scored) -> dict:
+    """Unigram and Kneser-Ney trigram perplexities of the ``scored`` splits, trained on the
+    training split with ``vocab`` (cached: see :func:`course.ngram.yardstick`)."""
+    from course.ngram import yardstick
+    return yardstick(splits["train"], splits["valid"], vocab, {name: splits[name] for name in scored})
+
+
+def _print_table(model_ppl: dict, yardstick: dict, label: str) -> None:
+    """The model's perplexities beside the yardstick's, and a note if the unigram wins."""
+    names = list(model_ppl)
+    print(f"{'held-out perplexity':<34}" + "".join(f"{n:>10}" for n in names))
+    print(f"  {label:<32}" + "".join(f"{model_ppl[n]:10.2f}" for n in names))
+    for baseline, ppl in yardstick.items():
+        print(f"  {baseline:<32}" + "".join(f"{ppl[n]:10.2f}" for n in names))
+    worse = [n for n in names if model_ppl[n] > yardstick["unigram"][n]]
+    if worse:
+        print(f"note: the model is worse than the unigram on {' and '.join(worse)}: it needs more "
+              "training (--epochs, --max-tokens) or another learning rate.")
+
+
+# --------------------------------------------------------------------------- train
+
+MODEL = ("cell", "embed", "hidden", "layers", "residual")
+DATA = ("corpus", "unit", "max_sentences", "max_tokens", "max_length")
+TRAINING = ("batch_size", "optimizer", "lr", "clip", "dropout", "decay_after", "vocab_size", "seed")
+MAY_CHANGE_ON_RESUME = {"epochs", "mem", "gpu", "progress"}
+
+
+class Interrupts:
+    """Ctrl-C while training: the first press lets the batch under way finish, then the
+    run is saved and stops; a second press stops at once (losing what came after the
+    last save). While a save is being written, Ctrl-C only asks to stop after it."""
+
+    def __init__(self):
+        self.requested = self.saving = False
+
+    def __enter__(self):
+        self.previous = signal.signal(signal.SIGINT, self.handle)
+        return self
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGINT, self.previous)
+
+    def handle(self, signum, frame):
+        if self.requested and not self.saving:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\nCtrl-C: stopping after this batch, then saving the run (Ctrl-C again stops at "
+              "once, losing the batches since the last save).", flush=True)
+
+
+def _corpus_name(corpus: str) -> str:
+    """A corpus as recorded: its name, or the absolute path of a folder or file."""
+    from course.corpora import KNOWN
+    return corpus if corpus == "course" or corpus in KNOWN else str(Path(corpus).expanduser().resolve())
+
+
+def _settings(args) -> dict:
+    corpus = _corpus_name(args.corpus)
+    cell = args.cell
+    if ":" in cell:
+        path, _, function = cell.rpartition(":")
+        cell = f"{Path(path).expanduser().resolve()}:{function}"
+    return {**{k: getattr(args, k) for k in MODEL + DATA + TRAINING + ("epochs",)},
+            "corpus": corpus, "cell": cell}
+
+
+def _check_settings(s: dict) -> None:
+    """Checks across options, before anything is read or trained."""
+    from course import corpora, lm
+    corpora.fingerprint(s["corpus"])          # the corpus is there
+    if s["residual"] and s["embed"] != s["hidden"]:
+        raise ValueError(f"--residual adds a layer's input to its output, so --embed ({s['embed']}) "
+                         f"must equal --hidden ({s['hidden']})")
+    if s["residual"] == "lateral" and s["cell"] in lm.BUILDERS:
+        raise ValueError("--residual lateral rewrites the recurrent state, which DyNet's builders keep "
+                         "to themselves: use --residual vertical, or a --cell file.py:step of your own")
+
+
+def _check_size(s: dict, vocab_size: int) -> None:
+    """Refuse a model whose parameters (with gradients and Adam's two moments) cannot fit."""
+    d, h = s["embed"], s["hidden"]
+    floats = vocab_size * (d + h + 1) + s["layers"] * 4 * h * (max(d, h) + h + 1)
+    need_mb, mem_mb = floats * 4 * 4 / 2**20, _memory_mb()
+    if need_mb > mem_mb:
+        raise ValueError(f"a model of --embed {d}, --hidden {h}, --layers {s['layers']} on a vocabulary of "
+                         f"{vocab_size:,} needs about {need_mb:,.0f} MB for its parameters alone, more than "
+                         f"this machine's {mem_mb:,} MB: make it smaller (or --vocab-size).")
+
+
+def cmd_train(args, given: set) -> int:
+    from course import runs
+    out = Path(args.resume or args.out) if (args.resume or args.out) else None
+    metrics = {"history": []}
+    if args.resume:
+        metrics = runs.load(out)
+        saved = metrics["settings"]
+        ours = _settings(args)
+        changed = sorted(k for k in given - MAY_CHANGE_ON_RESUME if k in ours and ours[k] != saved.get(k))
+        if changed:
+            shown = ", ".join(f"--{k.replace('_', '-')} {ours[k]} (the run's: {saved.get(k)})" for k in changed)
+            raise ValueError(f"--resume continues {out} with its own settings; {shown} differ: leave them "
+                             "out, or start a new run with --out.")
+        settings = {**saved, "epochs": args.epochs if "epochs" in given else saved["epochs"]}
+        if metrics.get("status") == "finished" and settings["epochs"] <= len(metrics["history"]):
+            raise ValueError(f"{out} has finished its {len(metrics['history'])} epoch(s): to train it further, "
+                             f"pass --epochs N with N > {len(metrics['history'])}.")
+    else:
+        settings = _settings(args)
+    metrics["settings"] = settings
     from course import runtime
-    runtime.init(seed=args.seed, mem=args.mem, gpu=args.gpu or None)
+    runtime.init(seed=settings["seed"], mem=args.mem, gpu=args.gpu or None)
+    if not args.resume:
+        _check_settings(settings)
+        if out:
+            runs.check(out, args.overwrite)
     print(runtime.describe())
-    from course import lm
-    from course.data import Vocab
-    train = _read(args.corpus, "train", args.max_sentences)
-    valid = _read(args.corpus, "valid", args.max_sentences)
-    test = _read(args.corpus, "test", args.max_sentences)
-    vocab = Vocab.build(train, max_size=args.vocab_size)
-    cell = lm.resolve_cell(args.cell)
-    model = lm.RNNLM(vocab, cell, args.embed, args.hidden, args.layers, args.residual)
-    print(f"corpus {args.corpus}: {len(train)} / {len(valid)} / {len(test)} sentences, "
-          f"vocabulary {len(vocab)}; model {args.cell}, {args.layers} x {args.hidden} "
-          f"(embed {args.embed}), {model.param_count():,} parameters")
-    out = Path(args.out) if args.out else None
-    start = time.perf_counter()
-    history = lm.train(model, train, valid, epochs=args.epochs, batch_size=args.batch_size,
-                       optimizer=args.optimizer, lr=args.lr, clip=args.clip, seed=args.seed,
-                       dropout=args.dropout,
-                       decay_after=args.decay_after, checkpoint=out / "checkpoint" if out else None)
-    if out:   # evaluate the best epoch's parameters, which the checkpoint holds
-        model = lm.RNNLM.load(out / "checkpoint", cell if not isinstance(cell, str) else None)
-    metrics = {
-        "valid_ppl": lm.evaluate(model, valid), "test_ppl": lm.evaluate(model, test),
-        "tokens_per_s": sum(r["tokens_per_s"] for r in history) / len(history),
-        "train_seconds": time.perf_counter() - start, "params": model.param_count(),
-        "settings": {k: v for k, v in vars(args).items() if k != "func"},
-        "runtime": runtime.describe(), "device": runtime.device(), "history": history,
-    }
-    print(f"held-out perplexity: valid {metrics['valid_ppl']:.2f}  test {metrics['test_ppl']:.2f}")
-    if args.corpus == "course":
-        from course.grammar import floor_perplexity
-        print(f"the grammar's floor (no model can beat it in expectation): "
-              f"test {floor_perplexity('test'):.2f}")
+    return _train(settings, metrics, args, out)
+
+
+def _train(settings: dict, metrics: dict, args, out: Path | None) -> int:
+    from course import corpora, lm, runs
+    from course.data import Vocab, fingerprint
+    cell = lm.resolve_cell(settings["cell"])
+    splits, full_train, notes = read_splits(settings)
+    data_sha = fingerprint(splits["train"])
+    if args.resume:
+        state, record = runs.resume_state(out)
+        if record["data"]["train_sha256"] != data_sha:
+            raise ValueError(f"the training data of {out} have changed since the run started (corpus "
+                             f"{settings['corpus']}): restore them, or start a new run with --out.")
+        model = lm.RNNLM.load(out / "resume", None if isinstance(cell, str) else cell)
+        vocab = model.vocab
+        print(f"continuing {out} at epoch {state.epoch}, batch {state.batch}"
+              + (" (Adam's moment estimates start again from zero: see the README)"
+                 if settings["optimizer"] == "adam" and (state.batch or state.epoch > 1) else ""))
+    else:
+        state = None
+        model = _new_model(settings, cell, Vocab.build(full_train, max_size=settings["vocab_size"]))
+        vocab = model.vocab
+    sizes = " / ".join(f"{len(splits[s]):,}" for s in corpora.SPLITS)
+    print(f"corpus {settings['corpus']} ({settings['unit']}s): {sizes} sentences, "
+          f"{sum(map(len, splits['train'])):,} training tokens, vocabulary {len(vocab):,}; model "
+          f"{model.config.cell}, {settings['layers']} x {settings['hidden']} (embed {settings['embed']}), "
+          f"{model.param_count():,} parameters")
+    unknown = {}
+    for split in corpora.SPLITS:
+        n_unknown, n_tokens = _unknown(splits[split], vocab)
+        unknown[split] = n_unknown / max(n_tokens, 1)
+    notes.append("tokens not in the vocabulary (read as <unk>): "
+                 + ", ".join(f"{split} {rate:.1%}" for split, rate in unknown.items()))
+    for note in notes:
+        print(f"  {note}")
+    # computed before training, while DyNet's memory is small: its counts never add to training's peak
+    yardstick = _yardstick(splits, vocab, ("valid", "test"))
+    print("yardstick (perplexity to beat): " + "; ".join(
+        f"{name} valid {ppl['valid']:.2f}, test {ppl['test']:.2f}" for name, ppl in yardstick.items()))
+    info = {"data": {**{k: settings[k] for k in DATA}, "train_sha256": data_sha,
+                     "corpus_sha256": corpora.fingerprint(settings["corpus"])},
+            "unknown": unknown}
+    metrics["status"] = "training"
+    saved = {}
+
+    def on_save(state, improved):
+        interrupts.saving = True
+        try:
+            metrics["status"] = "interrupted" if interrupts.requested else "training"
+            runs.save(out, model, state, improved, metrics, info)
+            saved["state"] = state
+        finally:
+            interrupts.saving = False
+
+    if out and not args.resume:
+        runs.start(out)
     if out:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
-        print(f"wrote {out / 'metrics.json'} and {out / 'checkpoint'}")
+        print(f"training; every epoch is saved in {out}, and Ctrl-C saves and stops "
+              f"(`python -m course train --resume {out}` continues)", flush=True)
+    with Interrupts() if out else _NoInterrupts() as interrupts:
+        metrics["history"] = lm.train(
+            model, splits["train"], splits["valid"], epochs=settings["epochs"],
+            batch_size=settings["batch_size"], optimizer=settings["optimizer"], lr=settings["lr"],
+            clip=settings["clip"], seed=settings["seed"], dropout=settings["dropout"],
+            decay_after=settings["decay_after"], progress=args.progress, resume=state,
+            stop=lambda: interrupts.requested, on_save=on_save if out else None, resumable=True)
+    stopped = saved.get("state")
+    if interrupts.requested and stopped is not None and stopped.epoch <= settings["epochs"]:
+        n_batches = math.ceil(len(splits["train"]) / settings["batch_size"])
+        where = (f"after batch {stopped.batch:,} of {n_batches:,} in epoch {stopped.epoch}" if stopped.batch
+                 else f"before epoch {stopped.epoch}")
+        print(f"stopped {where}; saved in {out / 'resume'}. Continue with:\n"
+              f"  python -m course train --resume {out}")
+        return INTERRUPTED
+    return _finish(model, splits, settings, metrics, out, yardstick)
+
+
+def _new_model(settings: dict, cell, vocab):
+    from course import corpora, lm
+    _check_size(settings, len(vocab))
+    extra = {}
+    if not isinstance(cell, str):          # a step function from a file: the checkpoint names it
+        path, _, function = settings["cell"].rpartition(":")
+        extra = {"cell_file": path, "cell_function": function, "cell_sha256": corpora.sha256_of(path)}
+    return lm.RNNLM(vocab, cell, settings["embed"], settings["hidden"], settings["layers"],
+                    settings["residual"], extra=extra)
+
+
+class _NoInterrupts:
+    """Without --out there is nothing to save: Ctrl-C stops at once."""
+    requested = saving = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _finish(model, splits, settings, metrics, out, yardstick) -> int:
+    from course import lm, runtime
+    history = metrics["history"]
+    best = len(history)
+    if out:        # score the best epoch's parameters, which the checkpoint holds
+        if "checkpoint" not in metrics:
+            raise ValueError("no epoch reached a finite held-out perplexity (the model diverged): "
+                             "lower the learning rate (--lr).")
+        best = metrics["checkpoint"]["epoch"]
+        if best != len(history):
+            model.restore(out / "checkpoint")
+    ppl = {"valid": history[best - 1]["valid_ppl"], "test": lm.evaluate(model, splits["test"])}
+    _print_table(ppl, yardstick, f"this model (epoch {best})")
+    if settings["corpus"] == "course" and settings["unit"] == "word":
+        from course.grammar import floor_perplexity
+        print(f"the grammar's floor (no model can beat it in expectation): test {floor_perplexity('test'):.2f}")
+    if not out:
+        return 0
+    metrics.update({
+        "status": "finished", "valid_ppl": ppl["valid"], "test_ppl": ppl["test"], "yardstick": yardstick,
+        "tokens_per_s": sum(r["tokens_per_s"] for r in history) / len(history),
+        "train_seconds": sum(r["seconds"] for r in history), "params": model.param_count(),
+        "runtime": runtime.describe(), "device": runtime.device()})
+    from course.data import write_atomic
+    write_atomic(out / "metrics.json", json.dumps(metrics, indent=1) + "\n")
+    print(f"wrote {out / 'metrics.json'} and {out / 'checkpoint'}")
     return 0
 
 
-def cmd_evaluate(args):
-    from course import runtime
+# --------------------------------------------------------------------------- evaluate
+
+def _checkpoint_of(path: Path) -> tuple[Path, Path | None]:
+    """(checkpoint folder, run folder or None) for a run's --out folder or a checkpoint."""
+    from course import runs
+    if runs.is_run(path) and (path / "checkpoint").is_dir():
+        return path / "checkpoint", path
+    if runs.is_run(path):
+        raise ValueError(f"{path} holds a run that has not finished an epoch yet: continue it with "
+                         f"`python -m course train --resume {path}`.")
+    return path, (path.parent if runs.is_run(path.parent) and path.name == "checkpoint" else None)
+
+
+def cmd_evaluate(args, given: set) -> int:
+    from course import runs, runtime
+    checkpoint, run = _checkpoint_of(Path(args.checkpoint))
+    if run is not None:
+        runs.load(run)
     runtime.init(seed=1, gpu=args.gpu or None)
-    from course import lm
-    model = lm.RNNLM.load(args.checkpoint)
-    sentences = _read(args.corpus, args.split, args.max_sentences)
-    print(f"{args.corpus} {args.split}: perplexity {lm.evaluate(model, sentences):.2f}")
+    from course import corpora, lm
+    record = lm.read_record(checkpoint)
+    model = lm.RNNLM.load(checkpoint)
+    trained_on = record.get("data")
+    if args.corpus is None and trained_on is None:
+        raise ValueError(f"{checkpoint} does not record the corpus it was trained on (it was saved by "
+                         "RNNLM.save): name it with --corpus.")
+    corpus = _corpus_name(args.corpus) if args.corpus else trained_on["corpus"]
+    own = trained_on is not None and corpus == trained_on["corpus"]
+    if own and corpora.fingerprint(corpus) != trained_on["corpus_sha256"]:
+        print(f"note: {corpus} has changed since the model was trained on it")
+    data = {"unit": "word", "max_length": DEFAULT_MAX_LENGTH, **(trained_on or {}),
+            "corpus": corpus, "max_sentences": args.max_sentences, "max_tokens": None}
+    sentences = read_splits(data)[0][args.split]
+    n_unknown, n_tokens = _unknown(sentences, model.vocab)
+    rate = n_unknown / max(n_tokens, 1)
+    print(f"{corpus} {args.split}: {n_unknown:,} of {n_tokens:,} tokens ({rate:.1%}) are not in the "
+          f"model's vocabulary of {len(model.vocab):,} and are scored as <unk>")
+    if rate > args.max_unknown and not own:
+        trained = f" (it was trained on {trained_on['corpus']})" if trained_on else ""
+        raise ValueError(f"{rate:.1%} of the tokens are unknown to the model{trained}, more than "
+                         f"--max-unknown {args.max_unknown:g}: its perplexity would mostly measure how "
+                         "well it predicts <unk>. Score it on its own corpus (leave out --corpus), or pass "
+                         f"--max-unknown {min(1.0, math.ceil(rate * 100) / 100):g} to score it anyway.")
+    from course.data import UNK
+    known = [[t if t in model.vocab else UNK for t in s] for s in sentences]   # the same ids, as allowed
+    ppl = lm.evaluate(model, known)
+    print(f"{corpus} {args.split}: perplexity {ppl:.2f}")
+    if own:
+        splits = read_splits(trained_on)[0]
+        yardstick = _yardstick({**splits, args.split: sentences}, model.vocab, (args.split,))
+        _print_table({args.split: ppl}, yardstick, "this model")
+    else:
+        print("(the yardstick, unigram and Kneser-Ney trigram, is trained on the model's own corpus: "
+              "leave out --corpus to see it)")
     return 0
 
 
-def cmd_make_corpus(args):
+# --------------------------------------------------------------------------- data
+
+def cmd_make_corpus(args, given: set) -> int:
     from course.grammar import write_corpus
     write_corpus()
     return 0
 
 
-def cmd_fetch(args):
+def cmd_fetch(args, given: set) -> int:
     from course.corpora import fetch
     path = fetch(args.name, args.source)
     print(f"{args.name} verified and placed in {path}")
     return 0
 
 
+# --------------------------------------------------------------------------- parser
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m course", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("train", help="train a language model, print its log, write metrics.json")
+    p = sub.add_parser("train", help="train a language model, print its log, write metrics.json",
+                       allow_abbrev=False,
+                       description="Train a language model. With --out, every epoch is saved; Ctrl-C "
+                                   "saves and stops, and --resume continues the run.")
     p.add_argument("--cell", default="lstm",
-                   help="srnn, lstm, gru (DyNet builders) or a hand-written cell name "
-                        "(instructor checkout only)")
+                   help="srnn, lstm, gru (DyNet's builders), or a step function of your own: "
+                        "path/to/file.py:lstm_step (with lstm_shapes, and optionally lstm_init, beside it)")
     _add_corpus(p)
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--embed", type=int, default=64)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--layers", type=int, default=1)
+    p.add_argument("--unit", choices=["word", "char"], default="word",
+                   help="model words (default) or characters (each line's characters, spaces included)")
+    p.add_argument("--max-tokens", type=POSITIVE, default=None,
+                   help="train on the first N tokens of the training split only; the vocabulary is "
+                        "still built from all of it")
+    p.add_argument("--max-length", type=POSITIVE, default=DEFAULT_MAX_LENGTH,
+                   help="cut lines longer than this many tokens into pieces (memory grows with the "
+                        f"longest line; default {DEFAULT_MAX_LENGTH})")
+    p.add_argument("--epochs", type=POSITIVE, default=1)
+    p.add_argument("--batch-size", type=POSITIVE, default=32)
+    p.add_argument("--embed", type=POSITIVE, default=64)
+    p.add_argument("--hidden", type=POSITIVE, default=128)
+    p.add_argument("--layers", type=POSITIVE, default=1)
     p.add_argument("--residual", choices=["vertical", "lateral"], default=None)
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="adam")
-    p.add_argument("--lr", type=float, default=None, help="default: 1.0 for sgd, 0.002 for adam")
-    p.add_argument("--clip", type=float, default=5.0)
-    p.add_argument("--dropout", type=float, default=0.0,
+    p.add_argument("--lr", type=_number(float, 0.0, low_open=True, example=", e.g. 0.002 for adam, 1 for sgd"),
+                   default=None, help="learning rate; default: 1.0 for sgd, 0.002 for adam")
+    p.add_argument("--clip", type=_number(float, 0.0), default=5.0,
+                   help="clip the gradient to this norm (0: no clipping)")
+    p.add_argument("--dropout", type=_number(float, 0.0, 0.95), default=0.0,
                    help="variational dropout on embeddings and layer outputs (training only)")
-    p.add_argument("--decay-after", type=int, default=None,
+    p.add_argument("--decay-after", type=POSITIVE, default=None,
                    help="halve the learning rate after every epoch past this one "
                         "(default: halve when held-out perplexity stops improving)")
-    p.add_argument("--vocab-size", type=int, default=None)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--mem", type=int, default=512, help="MB of memory for DyNet")
+    p.add_argument("--vocab-size", type=_number(int, 4, example=" (3 ids are <unk>, <s>, </s>)"), default=None)
+    p.add_argument("--seed", type=POSITIVE, default=1)
+    p.add_argument("--mem", type=_number(int, 1, _memory_mb(), example=" (MB of memory for DyNet)"),
+                   default=512, help="MB of memory DyNet starts with (it takes more as needed)")
     p.add_argument("--gpu", action="store_true", help="run on the GPU (needs a CUDA DyNet)")
-    p.add_argument("--out", default=None, help="directory for metrics.json and the checkpoint")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", default=None,
+                       help="a new folder for the run: metrics.json, checkpoint/ (best epoch), resume/")
+    where.add_argument("--resume", metavar="OUT", default=None,
+                       help="continue the run in OUT where it stopped, with its settings (--epochs may grow)")
+    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="perplexity of a checkpoint on a corpus split")
-    p.add_argument("checkpoint")
-    _add_corpus(p)
+    p.add_argument("checkpoint", help="a run's --out folder, or a checkpoint folder")
+    _add_corpus(p, default=None)
     p.add_argument("--split", default="test", choices=["train", "valid", "test"])
+    p.add_argument("--max-unknown", type=_number(float, 0.0, 1.0), default=DEFAULT_MAX_UNKNOWN,
+                   help="refuse to score when more of the tokens than this are not in the model's "
+                        f"vocabulary (default {DEFAULT_MAX_UNKNOWN}, or the model's own rate on its corpus)")
     p.add_argument("--gpu", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 
@@ -136,13 +477,26 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def given_options(argv) -> set:
+    """The settings written on the command line (rather than left at their defaults)."""
+    names = MODEL + DATA + TRAINING + tuple(MAY_CHANGE_ON_RESUME)
+    flags = {"--" + name.replace("_", "-"): name for name in names}
+    flags["--no-progress"] = "progress"
+    return {name for flag, name in flags.items()
+            if any(arg == flag or arg.startswith(flag + "=") for arg in argv)}
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
-    except (FileNotFoundError, ValueError, RuntimeError) as err:
+        return args.func(args, given_options(argv))
+    except (OSError, ValueError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return ERROR
+    except KeyboardInterrupt:
+        print("\ninterrupted; nothing more was saved (a run's --out keeps its last save).", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

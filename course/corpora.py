@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course import paths
-from course.data import DataError, read_sentences
+from course.data import DataError, as_characters, read_sentences, sha256_of
 
 SPLITS = ("train", "valid", "test")
+UNITS = ("word", "char")
+FILE_SPLIT = "the first 80% of its lines for training, the next 10% valid, the last 10% test"
 FETCH_HELP = "python -m course data fetch {name} --from DIR_OR_ARCHIVE"
 
 
@@ -119,20 +121,25 @@ PTB = KnownCorpus(
 )
 
 # WikiText-2 (Merity et al., 2016, "Pointer Sentinel Mixture Models"), the tokens
-# version with <unk>. No sha256 of the individual files could be verified while
-# this table was written (the machine was offline), so none is recorded: a copy
-# is checked by its line and token counts, and a download also by the md5 of the
-# archive that torchtext publishes. The published token counts (2,088,628 /
-# 217,646 / 245,569; vocabulary 33,278) count one end-of-line symbol for every
-# line, blank lines included; the line counts (36,718 / 3,760 / 4,358) are
-# torchtext's. The whitespace-token counts below are the difference.
+# version with <unk>. The sha256 are those of the v1 "tokens" files (the same bytes
+# as pytorch/examples' data/wikitext-2/{train,valid,test}.txt). The published token
+# counts (2,088,628 / 217,646 / 245,569; vocabulary 33,278) count one end-of-line
+# symbol for every line, blank lines included; the line counts (36,718 / 3,760 /
+# 4,358) are torchtext's. The whitespace-token counts below are the difference.
+# Where a sha256 is known it decides alone (the counts only explain a mismatch).
 WIKITEXT2 = KnownCorpus(
     name="wikitext-2",
     title="WikiText-2 (tokens version, <unk> present)",
     splits={
-        "train": SplitFile("wiki.train.tokens", None, 36718, 2088628 - 36718),
-        "valid": SplitFile("wiki.valid.tokens", None, 3760, 217646 - 3760),
-        "test": SplitFile("wiki.test.tokens", None, 4358, 245569 - 4358),
+        "train": SplitFile("wiki.train.tokens",
+                           "9e9fa1ad55b1c2c95b08e37dd8e653f638fac2c6de904b79e813611eefbc985f",
+                           36718, 2088628 - 36718),
+        "valid": SplitFile("wiki.valid.tokens",
+                           "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
+                           3760, 217646 - 3760),
+        "test": SplitFile("wiki.test.tokens",
+                          "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
+                          4358, 245569 - 4358),
     },
     downloads=(
         # The author's current host; the original S3 address below now often refuses.
@@ -150,14 +157,6 @@ KNOWN = {c.name: c for c in (PTB, WIKITEXT2)}
 
 # --------------------------------------------------------------------------- checks
 
-def sha256_of(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def count_lines_tokens(path) -> tuple[int, int]:
     """(lines, whitespace tokens), reading the file as UTF-8 text the way Python does."""
     lines = tokens = 0
@@ -169,10 +168,14 @@ def count_lines_tokens(path) -> tuple[int, int]:
 
 
 def verify_file(path, expected: SplitFile, shown_name: str) -> list[str]:
-    """Problems with one file (empty list: it is good)."""
+    """Problems with one file (empty list: it is good). A known sha256 decides; the
+    line and token counts are checked where none is known, and reported beside a
+    wrong sha256 (they tell a truncated file from a changed one)."""
     problems = []
     actual_sha = sha256_of(path)
-    if expected.sha256 is not None and actual_sha != expected.sha256:
+    if expected.sha256 is not None:
+        if actual_sha == expected.sha256:
+            return []
         problems.append(f"{shown_name}: sha256 is {actual_sha}, expected {expected.sha256}")
     try:
         lines, tokens = count_lines_tokens(path)
@@ -255,6 +258,7 @@ def _download(url: str, target: Path) -> None:
 def _fetch_online(corpus: KnownCorpus, work: Path) -> dict:
     failures = []
     for source in corpus.downloads:
+        url = source.url
         try:
             if source.kind == "files":
                 origins = {}
@@ -264,7 +268,7 @@ def _fetch_online(corpus: KnownCorpus, work: Path) -> dict:
                     origins[split] = url
                 return origins
             archive = work / "download.archive"
-            _download(source.url, archive)
+            _download(url, archive)
             if source.md5 is not None:
                 actual = hashlib.md5(archive.read_bytes()).hexdigest()
                 if actual != source.md5:
@@ -275,7 +279,7 @@ def _fetch_online(corpus: KnownCorpus, work: Path) -> dict:
             archive.unlink()
             return origins
         except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as err:
-            failures.append(f"{source.url}: {getattr(err, 'reason', None) or err}")
+            failures.append(f"{url}: {getattr(err, 'reason', None) or err}")
     raise CorpusError(
         f"could not download {corpus.name}; tried\n  " + "\n  ".join(failures) +
         "\nIf this machine is offline, copy the files (or the archive) from elsewhere and run `"
@@ -377,7 +381,7 @@ def corpus_files(name_or_path) -> dict:
     ``.txt.gz``); ``"ptb"`` and ``"wikitext-2"`` are fetched corpora
     (``data/external/<name>``); anything else is a folder holding
     ``train.txt``/``valid.txt``/``test.txt`` (or ``.txt.gz``, or PTB/WikiText's
-    original file names).
+    original file names). A single text file is read by :func:`split_text_file`.
     """
     key = str(name_or_path)
     if key == "course":
@@ -390,7 +394,7 @@ def corpus_files(name_or_path) -> dict:
         directory = Path(name_or_path).expanduser()
         if not directory.is_dir():
             raise CorpusError(f"unknown corpus {key!r}: use course, {', '.join(sorted(KNOWN))}, "
-                              "or a folder holding train/valid/test files.")
+                              "a folder holding train/valid/test files, or a text file of your own.")
         fix = "put train.txt, valid.txt and test.txt in it"
     found = {}
     for split in SPLITS:
@@ -428,15 +432,51 @@ def _is_heading(tokens: list[str]) -> bool:
     return len(tokens) >= 3 and tokens[0] == "=" and tokens[-1] == "="
 
 
-def read_corpus(name_or_path, split: str) -> list[list[str]]:
+def is_text_file(name_or_path) -> bool:
+    """True for a user's own single text file (not a named corpus, not a folder)."""
+    key = str(name_or_path)
+    return key != "course" and key not in KNOWN and Path(key).expanduser().is_file()
+
+
+def split_text_file(path) -> dict:
+    """A text file of one's own as a corpus: its non-blank lines in order, the first 80%
+    for training, the next 10% valid, the last 10% test (at least one line each).
+    The same file always gives the same three splits."""
+    lines = read_sentences(Path(path).expanduser())
+    if len(lines) < 3:
+        raise CorpusError(f"{path} has {len(lines)} non-blank line(s); a corpus made from one "
+                          "file needs at least 3 (one each for train, valid, test), better thousands.")
+    n_held_out = max(1, len(lines) // 10)
+    n_train = len(lines) - 2 * n_held_out
+    return {"train": lines[:n_train], "valid": lines[n_train:n_train + n_held_out],
+            "test": lines[n_train + n_held_out:]}
+
+
+def read_corpus(name_or_path, split: str, unit: str = "word") -> list[list[str]]:
     """Token lists of one split (``train``, ``valid`` or ``test``) of a corpus
-    (see :func:`corpus_files`)."""
+    (see :func:`corpus_files`, or :func:`split_text_file` for a single file).
+    ``unit="char"`` gives each line as its characters instead of its words."""
     if split not in SPLITS:
         raise CorpusError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    path = corpus_files(name_or_path)[split]
-    if str(name_or_path) == "wikitext-2" or path.name.endswith(".tokens"):
-        return read_wikitext(path)
-    return read_ptb(path)
+    if unit not in UNITS:
+        raise CorpusError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    if is_text_file(name_or_path):
+        sentences = split_text_file(name_or_path)[split]
+    else:
+        path = corpus_files(name_or_path)[split]
+        if str(name_or_path) == "wikitext-2" or path.name.endswith(".tokens"):
+            sentences = read_wikitext(path)
+        else:
+            sentences = read_ptb(path)
+    return as_characters(sentences) if unit == "char" else sentences
+
+
+def fingerprint(name_or_path) -> str:
+    """sha256 over a corpus's files: it changes when any byte of them does."""
+    if is_text_file(name_or_path):
+        return sha256_of(Path(name_or_path).expanduser())
+    files = corpus_files(name_or_path)
+    return hashlib.sha256(" ".join(sha256_of(files[s]) for s in SPLITS).encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- command line

@@ -10,7 +10,9 @@ a float mask (1 = real word, 0 = padding) keeps the padding out of the loss.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import os
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -21,6 +23,23 @@ UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 
 class DataError(ValueError):
     """Input data the course cannot use; the message says what to do."""
+
+
+def sha256_of(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_atomic(path, text: str) -> None:
+    """Write a text file so that it is either the old one or the whole new one, never
+    half of it (a temporary file beside it, then renamed over it)."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 
 def read_sentences(path) -> list[list[str]]:
@@ -38,7 +57,9 @@ def read_sentences(path) -> list[list[str]]:
         line = raw[:err.start].count(b"\n") + 1
         raise DataError(f"{path} is not UTF-8 text (byte {err.start}, line {line}): re-encode it, "
                         "e.g. `iconv -f latin1 -t utf-8`.") from None
-    sentences = [line.split() for line in text.splitlines()]
+    del raw
+    words: dict = {}           # one string object per distinct token: a large corpus fits in less memory
+    sentences = [[words.setdefault(t, t) for t in line.split()] for line in text.splitlines()]
     sentences = [s for s in sentences if s]
     if not sentences:
         raise DataError(f"{path} holds no sentences (it is empty or blank); expected one "
@@ -84,11 +105,60 @@ class Vocab:
         return self.tokens[i]
 
     def save(self, path):
-        Path(path).write_text(json.dumps(self.tokens, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_atomic(path, json.dumps(self.tokens, ensure_ascii=False) + "\n")
 
     @classmethod
     def load(cls, path) -> "Vocab":
         return cls(json.loads(Path(path).read_text(encoding="utf-8")))
+
+    def sha256(self) -> str:
+        """A fingerprint of the token list (order included): two vocabularies with the
+        same fingerprint map every token to the same id."""
+        return hashlib.sha256(json.dumps(self.tokens, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def fingerprint(*groups) -> str:
+    """sha256 of lists of token lists (their order and every token): equal fingerprints,
+    equal text."""
+    digest = hashlib.sha256()
+    for sentences in groups:
+        digest.update(b"\x1e")
+        for s in sentences:
+            digest.update(("\x1f".join(s) + "\n").encode("utf-8"))
+    return digest.hexdigest()
+
+
+def as_characters(sentences) -> list[list[str]]:
+    """Each sentence as its characters, one space between its words (``--unit char``)."""
+    return [list(" ".join(s)) for s in sentences]
+
+
+def split_long(sentences, max_length: int):
+    """Sentences longer than ``max_length`` tokens cut into consecutive pieces of at most
+    ``max_length`` (each piece is then a sentence of its own, with its own ``</s>``).
+    Returns the new list and how many sentences were cut."""
+    if not isinstance(max_length, int) or max_length < 1:
+        raise DataError(f"max_length must be a positive integer, got {max_length!r}")
+    result, n_cut = [], 0
+    for s in sentences:
+        if len(s) <= max_length:
+            result.append(s)
+        else:
+            n_cut += 1
+            result.extend(s[k:k + max_length] for k in range(0, len(s), max_length))
+    return result, n_cut
+
+
+def first_tokens(sentences, max_tokens: int):
+    """The first sentences of a corpus, as many as hold ``max_tokens`` tokens in all
+    (at least one)."""
+    kept, total = [], 0
+    for s in sentences:
+        if kept and total + len(s) > max_tokens:
+            break
+        kept.append(s)
+        total += len(s)
+    return kept
 
 
 def encode(sentences, vocab: Vocab, max_unknown: float = 0.5):
@@ -144,15 +214,36 @@ def make_batch(sentences, vocab: Vocab, order=None) -> Batch:
     return Batch(inputs, targets, masks, list(order) if order is not None else list(range(len(sentences))))
 
 
-def make_batches(sentences, vocab: Vocab, batch_size: int, sort: bool = True) -> list[Batch]:
-    """Cut id sentences into batches; sorted by length, padding stays small."""
+def make_batches(sentences, vocab: Vocab, batch_size: int, sort: bool = True,
+                 max_positions: int | None = None) -> list[Batch]:
+    """Cut id sentences into batches; sorted by length, padding stays small (see
+    :func:`batch_orders`)."""
+    return [make_batch([sentences[i] for i in chunk], vocab, chunk)
+            for chunk in batch_orders(sentences, batch_size, sort, max_positions)]
+
+
+def batch_orders(sentences, batch_size: int, sort: bool = True,
+                 max_positions: int | None = None) -> list[list[int]]:
+    """The indices of the sentences of each batch: ``batch_size`` at a time, in order of
+    length with ``sort``. ``max_positions`` bounds steps x sentences of a batch (its
+    memory); a batch of long sentences then holds fewer (at least one)."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise DataError(f"batch_size must be a positive integer, got {batch_size!r}")
     order = list(range(len(sentences)))
     if sort:
         order.sort(key=lambda i: (len(sentences[i]), i))
-    return [make_batch([sentences[i] for i in chunk], vocab, chunk)
-            for chunk in (order[k:k + batch_size] for k in range(0, len(order), batch_size))]
+    chunks, chunk, longest = [], [], 0
+    for i in order:
+        longest_with_i = max(longest, len(sentences[i]) + 1)
+        if chunk and (len(chunk) == batch_size or (
+                max_positions is not None and (len(chunk) + 1) * longest_with_i > max_positions)):
+            chunks.append(chunk)
+            chunk, longest_with_i = [], len(sentences[i]) + 1
+        chunk.append(i)
+        longest = longest_with_i
+    if chunk:
+        chunks.append(chunk)
+    return chunks
 
 
 def shuffled(batches, seed: int, epoch: int):

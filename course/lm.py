@@ -10,13 +10,22 @@ Each recurrent layer is either a :class:`course.cell.Cell` (a step function,
 e.g. the ``lstm_step`` a student writes) or one of DyNet's own builders
 (``"lstm"``, ``"gru"``, ``"srnn"`` below): both run behind one small interface,
 so everything else (batching, masking, training, evaluation) is shared.
+
+Memory: the softmax of a batch is T x B x V numbers (steps, sentences, vocabulary).
+Where that exceeds :data:`SOFTMAX_BUDGET` (a 33k vocabulary and paragraph-long
+lines), it is computed in chunks of positions, each in a graph of its own, with the
+same result (see :meth:`RNNLM.train_step`).
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import math
+import os
 import sys
 import time
+import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,9 +33,14 @@ import numpy as np
 
 from course import runtime
 from course.cell import Cell
-from course.data import Vocab, encode, make_batch, make_batches, shuffled
+from course.checkpoint import DAMAGED, RECORD, CheckpointError, read_json, read_record
+from course.data import Vocab, batch_orders, encode, make_batch, sha256_of, shuffled, write_atomic
 
 dy = runtime.dynet()
+
+SOFTMAX_BUDGET = 1 << 24      # scores (positions x vocabulary) of a batch held at once; beyond, in chunks
+SOFTMAX_CHUNK = 1 << 22       # scores of one chunk
+EVAL_POSITIONS = 6_000        # steps x sentences of an evaluation batch, at most (64 PTB sentences fit)
 
 # DyNet's builders, usable wherever a Cell is: name -> builder class.
 BUILDERS = {"srnn": "SimpleRNNBuilder", "lstm": "VanillaLSTMBuilder", "gru": "GRUBuilder"}
@@ -142,22 +156,29 @@ class RNNLM:
             sum(p.as_array().size for p in self.pc.lookup_parameters_list())
 
     # -- the forward pass -------------------------------------------------
-    def hidden_states(self, inputs, dropout: float = 0.0):
+    def dropout_masks(self, batch_size: int, dropout: float) -> list:
+        """Variational dropout masks for the embeddings and each layer's output (None
+        each without dropout): drawn once per batch, kept for every time step."""
+        if not dropout:
+            return [None] * (len(self.layers) + 1)
+        if not 0.0 < dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        sizes = [self.config.embed] + [self.config.hidden] * len(self.layers)
+        return [dy.random_bernoulli((d,), 1.0 - dropout, 1.0 / (1.0 - dropout), batch_size=batch_size)
+                for d in sizes]
+
+    def hidden_states(self, inputs, dropout: float = 0.0, masks=None):
         """The top layer's h_t for each step of a time-major batch of word ids.
 
         With ``dropout`` > 0, the embeddings and each layer's output are multiplied
         by a random mask that is drawn once per batch and kept for every time step
         (variational dropout on the non-recurrent connections; Odyssey section 6.2).
+        ``masks`` gives those masks instead (see :meth:`dropout_masks`).
         """
         batch_size = len(inputs[0])
         states = [layer.start(batch_size) for layer in self.layers]
-        masks = [None] * (len(self.layers) + 1)
-        if dropout:
-            if not 0.0 < dropout < 1.0:
-                raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-            sizes = [self.config.embed] + [self.config.hidden] * len(self.layers)
-            masks = [dy.random_bernoulli((d,), 1.0 - dropout, 1.0 / (1.0 - dropout),
-                                         batch_size=batch_size) for d in sizes]
+        if masks is None:
+            masks = self.dropout_masks(batch_size, dropout)
         outputs = []
         for words in inputs:
             x = dy.lookup_batch(self.embeddings, words)
@@ -190,14 +211,89 @@ class RNNLM:
             losses = dy.cmult(losses, dy.inputTensor(masks, batched=True))
         return losses, masks
 
-    def token_logprobs(self, sentences, batch_size: int = 64, dropout: float = 0.0) -> list:
-        """Log-probability of each prediction: one array of len(s) + 1 per sentence."""
-        ids, _ = encode(sentences, self.vocab)
-        result = [None] * len(ids)
-        for batch in make_batches(ids, self.vocab, batch_size):
+    def _fits(self, batch) -> bool:
+        """Whether the batch's whole softmax stays within :data:`SOFTMAX_BUDGET`."""
+        return len(batch.targets) * batch.size * len(self.vocab) <= SOFTMAX_BUDGET
+
+    def _top_states(self, batch, masks):
+        """The top layer's states of a batch as numbers, (hidden, T*B), time-major
+        (in the current graph)."""
+        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, masks=masks))
+        return np.reshape(hs.npvalue(), (self.config.hidden, -1))
+
+    def _softmax_by_chunks(self, H, batch, scale: float | None = None):
+        """Negative log-likelihood at every real (unpadded) position of a batch from its
+        top states ``H``, a chunk of positions per graph. With ``scale``, also the
+        backward pass of ``scale`` x the summed loss: the gradients of W_hs and b_s
+        accumulate in the parameters, and dL/dH is returned (zero at padding)."""
+        targets = np.array(batch.targets).reshape(-1)
+        real = np.flatnonzero(np.array(batch.masks).reshape(-1))
+        losses = np.zeros(targets.size)
+        grad = np.zeros_like(H) if scale is not None else None
+        chunk = max(1, SOFTMAX_CHUNK // len(self.vocab))
+        for start in range(0, real.size, chunk):
+            where = real[start:start + chunk]
+            dy.renew_cg()
+            h = _columns(H[:, where])
+            scores = dy.affine_transform([self.b_s.expr(True), self.W_hs.expr(True), h])
+            chunk_losses = dy.pickneglogsoftmax_batch(scores, [int(t) for t in targets[where]])
+            loss = dy.sum_batches(chunk_losses)
+            losses[where] = np.reshape(chunk_losses.npvalue(), -1)
+            if scale is not None:
+                (loss * scale).backward(full=True)
+                grad[:, where] = np.reshape(h.gradient(), (H.shape[0], -1))
+        return losses, grad
+
+    def train_step(self, batch, dropout: float = 0.0, scale: float = 1.0) -> float:
+        """Forward and backward pass of one training batch: the gradients of ``scale`` x
+        its summed loss land in the parameters (a trainer's ``update`` applies them);
+        returns the summed loss.
+
+        A batch whose softmax exceeds :data:`SOFTMAX_BUDGET` is done in three steps,
+        exact all the same: the recurrent layers run forward (their top states kept as
+        numbers); the softmax runs chunk by chunk, each chunk backward on its own (the
+        gradients of W_hs, b_s add up in the parameters, those of the top states are
+        kept); the recurrent layers run again, with the same dropout masks, and
+        backward from those gradients. Memory then holds one chunk of the softmax
+        rather than all T x B x V of it, for a second forward pass of the recurrent
+        layers.
+        """
+        if self._fits(batch):
             dy.renew_cg()
             losses, _ = self.batch_losses(batch, dropout)
-            per_step = -losses.npvalue().reshape(len(batch.targets), batch.size)
+            loss = dy.sum_batches(losses)
+            value = loss.value()
+            (loss * scale).backward()
+            return value
+        dy.renew_cg()
+        masks = [None if m is None else np.reshape(m.npvalue(), (m.dim()[0][0], batch.size))
+                 for m in self.dropout_masks(batch.size, dropout)]
+
+        def expressions():
+            return [None if m is None else _columns(m) for m in masks]
+        H = self._top_states(batch, expressions())
+        losses, grad = self._softmax_by_chunks(H, batch, scale)
+        dy.renew_cg()
+        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, masks=expressions()))
+        dy.sum_batches(dy.dot_product(hs, _columns(grad))).backward()
+        return float(losses.sum())
+
+    def token_logprobs(self, sentences, batch_size: int = 64, dropout: float = 0.0) -> list:
+        """Log-probability of each prediction: one array of len(s) + 1 per sentence.
+        Batches of long sentences hold fewer than ``batch_size`` (:data:`EVAL_POSITIONS`)."""
+        ids, _ = encode(sentences, self.vocab)
+        result = [None] * len(ids)
+        for chunk in batch_orders(ids, batch_size, max_positions=EVAL_POSITIONS):
+            batch = make_batch([ids[i] for i in chunk], self.vocab, chunk)
+            if self._fits(batch):
+                dy.renew_cg()
+                losses, _ = self.batch_losses(batch, dropout)
+                values = losses.npvalue()
+            else:
+                dy.renew_cg()
+                H = self._top_states(batch, self.dropout_masks(batch.size, dropout))
+                values, _ = self._softmax_by_chunks(H, batch)
+            per_step = -np.reshape(values, (len(batch.targets), batch.size))
             for column, index in enumerate(batch.order):
                 result[index] = per_step[:len(ids[index]) + 1, column]
         return result
@@ -207,48 +303,170 @@ class RNNLM:
         return np.array([lp.sum() for lp in self.token_logprobs(sentences, batch_size)])
 
     # -- checkpoints ----------------------------------------------------------
-    def save(self, directory):
-        """Parameters, vocabulary and config in one directory."""
+    def save(self, directory, info: dict | None = None) -> dict:
+        """Parameters, vocabulary and config in one directory, and ``checkpoint.json``:
+        the sha256 of the parameters and of the vocabulary, which :meth:`load` checks,
+        plus ``info`` (e.g. the corpus the model was trained on). Each file is replaced
+        whole; ``checkpoint.json`` is written last, so a save cut short is refused on load.
+        Returns what ``checkpoint.json`` holds."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self.pc.save(str(directory / "params.dy"))
+        partial = directory / ".params.dy.partial"
+        self.pc.save(str(partial))
+        os.replace(partial, directory / "params.dy")
         self.vocab.save(directory / "vocab.json")
-        (directory / "config.json").write_text(json.dumps(asdict(self.config), indent=1) + "\n")
+        write_atomic(directory / "config.json", json.dumps(asdict(self.config), indent=1) + "\n")
+        record = {"params_sha256": sha256_of(directory / "params.dy"),
+                  "vocab_sha256": self.vocab.sha256(), **(info or {})}
+        write_atomic(directory / RECORD, json.dumps(record, indent=1) + "\n")
+        return record
 
     @classmethod
     def load(cls, directory, cell: Cell | None = None) -> "RNNLM":
-        """Rebuild a saved model. A hand-written cell must be passed in (or be a
-        reference cell the instructor's checkout has); builders rebuild by name."""
+        """Rebuild a saved model, refusing a damaged one (:class:`CheckpointError` names
+        the file). Builders rebuild by name, a cell loaded from a file (``--cell
+        file.py:step``) from that file; any other hand-written cell must be passed in."""
         directory = Path(directory)
         for name in ("params.dy", "vocab.json", "config.json"):
-            if not (directory / name).exists():
+            if not (directory / name).is_file():
                 raise FileNotFoundError(f"{directory} is not a checkpoint: {name} is missing "
                                         "(save one with RNNLM.save or `python -m course train --out DIR`).")
-        config = Config(**json.loads((directory / "config.json").read_text()))
+        try:
+            config = Config(**read_json(directory / "config.json", dict))
+        except TypeError as err:
+            raise CheckpointError(f"{directory / 'config.json'} is not a model configuration ({err}): "
+                                  f"{DAMAGED}") from None
+        vocab = Vocab(read_json(directory / "vocab.json", list))
         if cell is None:
-            cell = config.cell if config.cell in BUILDERS else resolve_cell(config.cell, config.extra)
-        model = cls(Vocab.load(directory / "vocab.json"), cell, config.embed, config.hidden,
-                    config.layers, config.residual, extra=config.extra)
-        model.pc.populate(str(directory / "params.dy"))
+            cell = config.cell if config.cell in BUILDERS else _saved_cell(config)
+        model = cls(vocab, cell, config.embed, config.hidden, config.layers, config.residual,
+                    extra=config.extra)
+        model.restore(directory)
         return model
 
+    def restore(self, directory) -> None:
+        """Set this model's parameters to those saved in ``directory`` by a model of the
+        same configuration and vocabulary (checked first, as in :meth:`load`)."""
+        directory = Path(directory)
+        record = read_record(directory)
+        if record.get("vocab_sha256") not in (None, self.vocab.sha256()):
+            raise CheckpointError(f"{directory / 'vocab.json'} is not this model's vocabulary (its checksum in "
+                                  f"{directory / RECORD} differs): {DAMAGED}")
+        try:
+            self.pc.populate(str(directory / "params.dy"))
+        except RuntimeError as err:
+            raise CheckpointError(f"{directory / 'params.dy'} could not be read ({err}): {DAMAGED}") from None
 
-def resolve_cell(name: str, extra: dict | None = None):
-    """A builder name (``srnn``, ``lstm``, ``gru``), or a hand-written reference cell
-    (instructor checkout only): ``hand-lstm``, ``hand-gru``, ``lstm-srnn``, ``ran-tanh``..."""
+
+def _columns(array: np.ndarray):
+    """A (d, n) array as a batch of n vectors (DyNet's inputTensor mishandles n = 1)."""
+    return dy.inputTensor(array[:, 0]) if array.shape[1] == 1 else dy.inputTensor(array, batched=True)
+
+
+def _saved_cell(config: Config) -> Cell:
+    """The cell of a saved model that is not a builder: from the file it was loaded from."""
+    source = config.extra.get("cell_file")
+    if source is None:
+        raise ValueError(f"the model's cell {config.cell!r} is hand-written: pass it in, "
+                         f"RNNLM.load(directory, cell=...) (DyNet's builders {sorted(BUILDERS)} "
+                         "rebuild by name).")
+    if not Path(source).is_file() or sha256_of(source) != config.extra.get("cell_sha256"):
+        raise CheckpointError(f"{source}, the file the model's cell comes from, is missing or has changed "
+                              "since the model was trained: restore it, or train again.")
+    return load_cell(f"{source}:{config.extra['cell_function']}")
+
+
+def resolve_cell(name: str) -> "str | Cell":
+    """A cell from its command-line name: a DyNet builder (``srnn``, ``lstm``, ``gru``),
+    or ``path/to/file.py:lstm_step``, a step function in a file (see :func:`load_cell`).
+
+    The course's own hand-written cells are graded exercises and are not in this
+    package: build them yourself and pass the Cell to :class:`RNNLM`."""
     if name in BUILDERS:
         return name
+    if ":" in name and name.rpartition(":")[0].endswith(".py"):
+        return load_cell(name)
+    raise ValueError(f"unknown cell {name!r}: use one of DyNet's builders {sorted(BUILDERS)}, or "
+                     "your own step function as path/to/file.py:lstm_step (with lstm_shapes beside it).")
+
+
+def load_cell(spec: str) -> Cell:
+    """``path/to/file.py:lstm_step``: the step function ``lstm_step`` of a Python file,
+    as the exercises define it (see :mod:`course.cell`), with its parameter shapes from
+    ``lstm_shapes`` in the same file and, if the file has one, initial values from
+    ``lstm_init(name, shape)``. ``ran_identity_step`` may also take ``ran_shapes``: the
+    longest name that exists wins. The state size (1 for (h,), 2 for (h, c)) is found
+    by running one step on a small batch."""
+    path_text, _, function = spec.rpartition(":")
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise ValueError(f"--cell {spec}: there is no file {path}")
+    if not function.endswith("_step"):
+        raise ValueError(f"--cell {spec}: name a step function, e.g. {path_text}:lstm_step")
+    module_name = "course_cell_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    loader = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(loader)
     try:
-        from autograder.reference.cells import CELLS, make_cell
-    except ImportError:
-        raise ValueError(f"cell {name!r} is hand-written, and its code is a graded exercise: it is "
-                         f"not part of the student release. Builders available: {sorted(BUILDERS)}; "
-                         "or pass your own Cell.") from None
-    key = name.removeprefix("hand-")
-    if key not in CELLS or (key in BUILDERS and not name.startswith("hand-")):
-        choices = sorted(BUILDERS) + sorted(f"hand-{k}" if k in BUILDERS else k for k in CELLS)
-        raise ValueError(f"unknown cell {name!r}: choose from {choices}")
-    return make_cell(key, **(extra or {}))
+        loader.loader.exec_module(module)
+    except Exception as err:          # the user's own code: report it in one line
+        raise ValueError(f"--cell {spec}: importing {path.name} failed: {_where(err, path)}") from None
+    step = getattr(module, function, None)
+    if not callable(step):
+        raise ValueError(f"--cell {spec}: {path.name} defines no function {function}")
+    words = function.removesuffix("_step").split("_")
+    prefixes = ["_".join(words[:k]) for k in range(len(words), 0, -1)]
+    shapes = next((getattr(module, p + "_shapes") for p in prefixes
+                   if callable(getattr(module, p + "_shapes", None))), None)
+    if shapes is None:
+        raise ValueError(f"--cell {spec}: {path.name} defines no {prefixes[0]}_shapes(d_in, d_h) "
+                         "returning {parameter name: shape}, which the step function's parameters need")
+    init = next((getattr(module, p + "_init") for p in prefixes
+                 if callable(getattr(module, p + "_init", None))), None)
+    cell = Cell(f"{path.name}:{function}", step, shapes, init=init)
+    cell.n_state = _state_size(cell, spec, path)
+    return cell
+
+
+def _where(err: Exception, path: Path) -> str:
+    """An exception raised by a user's file, in one line, with the line it came from."""
+    line = getattr(err, "lineno", None)
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == path]
+    if frames:
+        line = frames[-1].lineno
+    message = err.msg if isinstance(err, SyntaxError) else err
+    return f"{type(err).__name__}: {message}" + (f" (line {line} of {path.name})" if line else "")
+
+
+def _state_size(cell: Cell, spec: str, path: Path) -> int:
+    """1 or 2: the size of state that the step function takes and returns (checked on
+    a batch of 2, d_in = 3, d_h = 2)."""
+    try:
+        shapes = {name: tuple(shape) for name, shape in cell.shapes(3, 2).items()}
+    except Exception as err:
+        raise ValueError(f"--cell {spec}: the shapes function failed: {_where(err, path)}") from None
+    failures = []
+    for n_state in (1, 2):
+        dy.renew_cg()
+        rng = np.random.default_rng(0)
+        p = {name: dy.inputTensor(rng.uniform(-0.5, 0.5, shape)) for name, shape in shapes.items()}
+        x = dy.inputTensor(rng.normal(size=(3, 2)), batched=True)
+        state = tuple(dy.zeros((2,), batch_size=2) for _ in range(n_state))
+        try:
+            out = cell.step(p, x, state)
+            if isinstance(out, tuple) and len(out) == n_state and all(e.dim() == ((2,), 2) for e in out):
+                return n_state
+            failures.append(f"with a state of {n_state} it returned {_describe(out)}")
+        except Exception as err:
+            failures.append(f"with a state of {n_state}: {_where(err, path)}")
+    raise ValueError(f"--cell {spec}: one step on a batch of 2 (d_in = 3, d_h = 2) did not return a "
+                     f"state like the one it was given ({'; '.join(failures)}). A step function takes "
+                     "(p, x, state) and returns the new state, a tuple such as (h,) or (h, c).")
+
+
+def _describe(value) -> str:
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} of dimensions {[getattr(e, 'dim', lambda: '?')() for e in value]}"
+    return f"a {type(value).__name__}"
 
 
 def gradient_profile(model: RNNLM, sentences, K: int = 25, n: int = 64) -> np.ndarray:
@@ -273,10 +491,12 @@ def gradient_profile(model: RNNLM, sentences, K: int = 25, n: int = 64) -> np.nd
 
 
 def perplexity(total_nll: float, n_predictions: int) -> float:
-    """exp(total negative log-likelihood / number of predicted tokens)."""
+    """exp(total negative log-likelihood / number of predicted tokens); inf where that
+    overflows (a diverged model)."""
     if n_predictions <= 0:
         raise ValueError("perplexity of no predictions is undefined: the evaluation set is empty")
-    return math.exp(total_nll / n_predictions)
+    mean = total_nll / n_predictions
+    return math.exp(mean) if mean < 700 else math.inf
 
 
 def evaluate(model: RNNLM, sentences, batch_size: int = 64) -> float:
@@ -287,13 +507,61 @@ def evaluate(model: RNNLM, sentences, batch_size: int = 64) -> float:
 
 
 OPTIMIZERS = {"sgd": "SimpleSGDTrainer", "adam": "AdamTrainer"}
+DEFAULT_LR = {"sgd": 1.0, "adam": 0.002}
+
+
+class TrainingDiverged(ValueError):
+    """The loss became infinite or NaN; the parameters are left as before that batch."""
+
+
+@dataclass
+class TrainState:
+    """Where a training run stands: enough for :func:`train` to continue it.
+
+    epoch, batch: the epoch under way and how many of its batches are done (batch 0
+    of epoch k + 1 once epoch k is finished). lr: the learning rate now. best: the best
+    held-out perplexity so far. history: one row per finished epoch. nll, predictions,
+    seconds: the sums of the epoch under way, so that its row comes out as if it had
+    never stopped.
+    """
+    epoch: int = 1
+    batch: int = 0
+    lr: float = 0.0
+    best: float = math.inf
+    history: list = field(default_factory=list)
+    nll: float = 0.0
+    predictions: int = 0
+    seconds: float = 0.0
+
+
+def settle_sparse_gradients(model: RNNLM) -> None:
+    """Give DyNet's sparse-gradient bookkeeping a state that does not depend on the process's past.
+
+    For gradient clipping, DyNet adds up the squared gradient of a lookup table row by
+    row, in the order of a hash set of the rows used, and that order depends on how
+    large the set has ever grown in this process. A run continued in a new process
+    would clip by a norm that differs in its last bits, and drift. Using every row once
+    (a backward pass applied with learning rate 0, which changes no parameter) grows
+    the set to its largest size in any process, so the order then depends only on
+    the batch."""
+    dy.renew_cg()
+    for table in model.pc.lookup_parameters_list():
+        rows = dy.lookup_batch(table, list(range(table.shape()[0])))
+        dy.sum_batches(dy.sum_elems(rows)).backward()
+    dy.SimpleSGDTrainer(model.pc, 0.0).update()
+
+
+def batch_seed(seed: int, epoch: int, index: int) -> int:
+    """DyNet's seed for batch ``index`` of ``epoch`` (never 0, which DyNet reads as 'random')."""
+    return 1 + (seed * 1_000_003 + epoch * 100_003 + index) % (2**31 - 2)
 
 
 def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
           batch_size: int = 32, optimizer: str = "adam", lr: float | None = None, dropout: float = 0.0,
           clip: float = 5.0, lr_decay: float = 0.5, decay_after: int | None = None,
           seed: int = 1, progress: bool = True, checkpoint: str | Path | None = None,
-          log=print) -> list[dict]:
+          log=print, resume: TrainState | None = None, stop=None, on_save=None,
+          resumable: bool = False) -> list[dict]:
     """Train with minibatches sorted by length and shuffled per epoch.
 
     The loss of a batch is summed over time and averaged over its sentences.
@@ -303,37 +571,67 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
     with ``decay_after=k``, after every epoch past the k-th (the fixed schedule of
     Zaremba et al., 2014). With ``checkpoint``, the best model (by held-out
     perplexity) is saved there. Returns one dict per epoch.
+
+    Stopping and continuing: ``stop()`` is asked before every batch; when it says
+    True, training ends there. ``on_save(state, improved)`` is called with a
+    :class:`TrainState` after every epoch (``improved``: its held-out perplexity is the
+    best so far) and at such a stop; ``train(..., resume=state)`` continues from it,
+    with the same batch order (fixed by seed and epoch). ``resumable`` makes a run that
+    stops and continues in another process compute what one that never stopped does:
+    DyNet's random generator is re-seeded before every batch from (seed, epoch, batch),
+    so the dropout masks are the same, and :func:`settle_sparse_gradients` runs first. A
+    new trainer starts at ``resume``: SGD has no other state, but Adam's moment
+    estimates start again from zero (DyNet cannot save them).
+
+    Raises :class:`TrainingDiverged` when a batch's loss is infinite or NaN.
     """
     from tqdm import tqdm
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
-    lr = lr if lr is not None else (1.0 if optimizer == "sgd" else 0.002)
-    trainer = getattr(dy, OPTIMIZERS[optimizer])(model.pc, lr)
+    state = resume if resume is not None else TrainState(lr=lr if lr is not None else DEFAULT_LR[optimizer])
+    trainer = getattr(dy, OPTIMIZERS[optimizer])(model.pc, state.lr)
     trainer.set_clip_threshold(clip if clip else -1)
     ids, n_unknown = encode(train_sentences, model.vocab)
-    batches = make_batches(ids, model.vocab, batch_size)
-    history, best = [], math.inf
-    for epoch in range(1, epochs + 1):
-        start, total_nll, n_pred = time.perf_counter(), 0.0, 0
-        bar = tqdm(shuffled(batches, seed, epoch), desc=f"epoch {epoch}/{epochs}", unit="batch",
+    batches = batch_orders(ids, batch_size)          # each padded batch is built when it is used
+    if resumable:
+        settle_sparse_gradients(model)
+    history = state.history
+    for epoch in range(state.epoch, epochs + 1):
+        order = shuffled(batches, seed, epoch)
+        start = time.perf_counter() - state.seconds
+        bar = tqdm(total=len(order), initial=state.batch, desc=f"epoch {epoch}/{epochs}", unit="batch",
                    file=sys.stdout, disable=not progress, mininterval=1.0, dynamic_ncols=True)
-        for batch in bar:
-            dy.renew_cg()
-            losses, masks = model.batch_losses(batch, dropout)
-            loss = dy.sum_batches(losses)
-            total_nll += loss.value()
-            n_pred += batch.n_predictions
-            (loss * (1.0 / batch.size)).backward()
+        for index in range(state.batch, len(order)):
+            if stop is not None and stop():
+                bar.close()
+                state.seconds = time.perf_counter() - start
+                if on_save:
+                    on_save(state, False)
+                return history
+            batch = make_batch([ids[i] for i in order[index]], model.vocab, order[index])
+            if resumable and dropout:
+                dy.reset_random_seed(batch_seed(seed, epoch, index))
+            nll = model.train_step(batch, dropout, 1.0 / batch.size)
+            if not math.isfinite(nll):
+                bar.close()
+                raise TrainingDiverged(f"the training loss became {nll} at batch {index + 1} of epoch "
+                                       f"{epoch} (learning rate {trainer.learning_rate:g}): the model "
+                                       "diverged; lower the learning rate or the gradient clipping threshold")
             trainer.update()
-            bar.set_postfix(ppl=f"{math.exp(min(total_nll / n_pred, 50)):.1f}",
-                            tok_s=f"{n_pred / (time.perf_counter() - start):.0f}", refresh=False)
+            state.batch, state.nll = index + 1, state.nll + nll
+            state.predictions += batch.n_predictions
+            bar.update()
+            bar.set_postfix(ppl=f"{math.exp(min(state.nll / state.predictions, 50)):.1f}",
+                            tok_s=f"{state.predictions / (time.perf_counter() - start):.0f}", refresh=False)
+        bar.close()
         seconds = time.perf_counter() - start
-        row = {"epoch": epoch, "train_ppl": perplexity(total_nll, n_pred), "lr": trainer.learning_rate,
-               "tokens_per_s": n_pred / seconds, "seconds": seconds}
+        row = {"epoch": epoch, "train_ppl": perplexity(state.nll, state.predictions),
+               "lr": trainer.learning_rate, "tokens_per_s": state.predictions / seconds, "seconds": seconds}
+        best, improved = state.best, False
         if valid_sentences is not None:
             row["valid_ppl"] = evaluate(model, valid_sentences)
             if row["valid_ppl"] < best:
-                best = row["valid_ppl"]
+                best, improved = row["valid_ppl"], True
                 if checkpoint:
                     model.save(checkpoint)
             elif decay_after is None:
@@ -343,4 +641,9 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
         history.append(row)
         if log:
             log("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+        state = TrainState(epoch + 1, 0, trainer.learning_rate, best, history)
+        if on_save:
+            on_save(state, improved)
+        if stop is not None and stop() and epoch < epochs:
+            return history
     return history

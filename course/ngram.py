@@ -37,8 +37,11 @@ or two, and tuning on held-out text reuses the lookups for every grid point.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -377,6 +380,45 @@ def fit(train, valid, kind: str = "kn", order: int = 2, vocab=None, min_count: i
     else:
         model = KINDS[kind](train, vocab, min_count)
     return model.tune(valid, grid)
+
+
+YARDSTICK = {"unigram": ("unigram", 1), "Kneser-Ney trigram": ("kn", 3)}
+
+
+def cache_dir() -> Path:
+    """Where computed yardsticks are kept: $COURSE_CACHE, else ~/.cache/course."""
+    return Path(os.environ.get("COURSE_CACHE") or Path.home() / ".cache" / "course")
+
+
+def yardstick(train, valid, vocab, scored: dict) -> dict:
+    """The perplexities a neural model should beat: the unigram and the Kneser-Ney
+    trigram, trained on ``train`` with the model's ``vocab`` (so that the same words are
+    ``<unk>``), tuned on ``valid``, and scored on each split of ``scored``
+    (``{name: sentences}``). Returns ``{model: {name: perplexity}}``.
+
+    Kept in :func:`cache_dir` under a hash of everything the numbers depend on
+    (vocabulary, training, tuning and scored sentences), so each is computed once.
+    """
+    from course.data import fingerprint
+    names = sorted(scored)
+    key = fingerprint([_vocab_tokens(vocab)], train, valid, [names], *(scored[n] for n in names))
+    path = cache_dir() / "yardstick" / f"{key}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    result = {}
+    for label, (kind, order) in YARDSTICK.items():
+        model = fit(train, valid, kind, order, vocab=vocab)
+        result[label] = {name: model.perplexity(sentences) for name, sentences in scored.items()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(result) + "\n")
+        os.replace(partial, path)
+    except OSError:
+        pass                      # an unwritable cache only costs the time to compute again
+    return result
 
 
 def main(argv=None) -> int:

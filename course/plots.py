@@ -53,6 +53,34 @@ def _finish(ax, legend=None, title=None, **legend_options):
     return ax
 
 
+#: the smallest tick label drawn (points); denser word axes label every k-th word instead
+MIN_TICK_PT = 6.0
+
+
+def _word_ticks(ax, axis, labels, rotation=0, **options):
+    """Tick labels, one per position (words, units), kept legible on a crowded axis.
+
+    The font shrinks to the spacing between ticks, down to MIN_TICK_PT; past that only every
+    k-th position is labelled, so labels never overlap.
+    """
+    labels = list(labels)
+    width, height = ax.get_position().size * ax.figure.get_size_inches()
+    pitch = 72.0 * (width if axis == "x" else height) / max(len(labels), 1)   # points per tick
+    size = min(float(_tick_size()), 0.9 * pitch)
+    step = 1 if size >= MIN_TICK_PT else int(np.ceil(MIN_TICK_PT / (0.9 * pitch)))
+    size = max(size, MIN_TICK_PT)
+    positions = range(0, len(labels), step)
+    setter = ax.set_xticks if axis == "x" else ax.set_yticks
+    setter(list(positions), labels=[labels[i] for i in positions], rotation=rotation,
+           fontsize=size, **options)
+
+
+def _tick_size():
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+    return FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points()
+
+
 def _colorbar(ax, image, label):
     bar = ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label(label)
@@ -71,9 +99,9 @@ def unit_heatmap(values, row_labels=None, col_labels=None, ax=None, title=None, 
     image = ax.imshow(values, cmap=UNIT_CMAP, vmin=0.0, vmax=1.0, aspect="auto",
                       interpolation="nearest")
     if row_labels is not None:
-        ax.set_yticks(range(values.shape[0]), labels=list(row_labels))
+        _word_ticks(ax, "y", row_labels)
     if col_labels is not None:
-        ax.set_xticks(range(values.shape[1]), labels=list(col_labels), rotation=90)
+        _word_ticks(ax, "x", col_labels, rotation=90)
     if title:
         ax.set_title(title)
     _colorbar(ax, image, label)
@@ -86,6 +114,7 @@ def gate_heatmap(gate, words, ax=None, title=None, name="gate"):
     if gate.shape[0] != len(words):
         raise ValueError(f"gate has {gate.shape[0]} steps but {len(words)} words were given")
     ax = unit_heatmap(gate.T, col_labels=words, ax=ax, title=title, label=name)
+    ax.set_xlabel("word read at step t")
     ax.set_ylabel("unit")
     return ax
 
@@ -123,8 +152,8 @@ def weight_heatmap(weights, words, ax=None, title=None, vmax=None):
     cmap = mpl.colormaps["Greys"].with_extremes(bad="white")
     image = ax.imshow(shown, cmap=cmap, vmin=0.0, vmax=top, aspect="equal",
                       interpolation="nearest")
-    ax.set_xticks(range(T), labels=list(words), rotation=90)
-    ax.set_yticks(range(T), labels=list(words))
+    _word_ticks(ax, "x", words, rotation=90)
+    _word_ticks(ax, "y", words)
     ax.set_xlabel("current word t")
     ax.set_ylabel("context word j")
     if title:

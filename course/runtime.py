@@ -25,12 +25,14 @@ import platform
 import secrets
 import sys
 import tempfile
+import threading
 
 GPU_HELP = ('See the README section "GPU DyNet": the dyNET38 wheel is CPU-only; '
             "build a CUDA DyNet with `make dynet-gpu` and run the course from .venv-gpu.")
 
 config: dict | None = None   # the settings DyNet was started with
 banner = ""                  # what DyNet printed at import
+_lock = threading.RLock()    # two threads starting DyNet at once must not both import it
 
 
 class GPUUnavailable(RuntimeError):
@@ -93,6 +95,11 @@ def init(seed: int | None = 1, mem: int | None = None, autobatch: bool | None = 
     (so tests can restart from a known seed) and refuses any other change, which
     would need a fresh Python process; settings left as None keep their value.
     """
+    with _lock:
+        return _init(seed, mem, autobatch, gpu)
+
+
+def _init(seed, mem, autobatch, gpu):
     global config
     if seed is None:
         seed = 1 + secrets.randbelow(2**31 - 2)
@@ -141,8 +148,9 @@ def init(seed: int | None = 1, mem: int | None = None, autobatch: bool | None = 
 
 def dynet():
     """The dynet module, started with the defaults if nobody called :func:`init`."""
-    if config is None:
-        return init()
+    with _lock:
+        if config is None:
+            return init()
     import dynet as dy
     return dy
 

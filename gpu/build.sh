@@ -16,6 +16,10 @@
 #   EIGEN3_INCLUDE_DIR Eigen >= 3.4.1 to use (default: Eigen 3.4.1 from the PyPI package cmeel-eigen)
 #   CXX                host C++ compiler (default: g++)
 #   DYNET_GPU_WORK     build folder (default: build/dynet-gpu)
+#   DYNET_GPU_VENV     environment to install into (default: .venv-gpu)
+#   DYNET_MARCH        host CPU target of the C++ code (default: native; x86-64-v3 for a
+#                      build that runs on another machine, see gpu/prepare_carry.sh)
+#   DYNET_CUDA_PTX     0: embed no PTX, only the machine code of DYNET_CUDA_ARCHS (smaller)
 #
 # Re-running resumes: the download, the patched source and the configured build folder are
 # kept, so make continues where it stopped.
@@ -26,7 +30,7 @@ set -euo pipefail
 main() {
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${DYNET_GPU_WORK:-$ROOT/build/dynet-gpu}"
-VENV="$ROOT/.venv-gpu"
+VENV="${DYNET_GPU_VENV:-$ROOT/.venv-gpu}"
 DYNET_VERSION="2.1.2"
 DYNET_SDIST_SHA256="c1c1de7cdd3a60b6c6491868b0e096b38b88d4ce14ef8bd065cb76bcd9f5a8b9"
 JOBS="${DYNET_GPU_JOBS:-$(nproc 2>/dev/null || echo 2)}"
@@ -166,6 +170,8 @@ cmake_args=(
   -DCMAKE_INSTALL_RPATH="$VENV/lib"
   -DCMAKE_POLICY_VERSION_MINIMUM=3.5   # CMake 4 rejects cmake_minimum_required(2.8) otherwise
   -DGPU_NUMFILES=0                     # one nvcc job per source file: finer -j, resumable
+  -DDYNET_MARCH="${DYNET_MARCH:-native}"
+  -DCUDA_PTX="$([ "${DYNET_CUDA_PTX:-1}" = 0 ] && echo OFF || echo ON)"
 )
 if [ -n "$EXTRA_INCLUDE" ]; then
   cmake_args+=(-DCMAKE_CXX_FLAGS="-I$EXTRA_INCLUDE" -DCUDA_NVCC_FLAGS="-I$EXTRA_INCLUDE")
@@ -246,7 +252,7 @@ fi
 elapsed=$(( $(date +%s) - started ))
 printf 'GPU DyNet built and installed in %dm%02ds (%d jobs, architectures %s).\n' \
   $((elapsed / 60)) $((elapsed % 60)) "$JOBS" "$CUDA_ARCHS" | tee "$WORK/build-time.txt"
-echo "Use it: .venv-gpu/bin/python -m course ... --gpu   (or COURSE_GPU=1)"
+echo "Use it: $VENV/bin/python -m course ... --gpu   (or COURSE_GPU=1)"
 }
 
 main "$@"

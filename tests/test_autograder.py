@@ -1,12 +1,20 @@
-"""The sample class, graded end to end (nbgrader + trusted grading), without a browser.
+"""The sample class, graded end to end: intake, the confined grader, nbgrader's
+gradebook, export and feedback. Every attack is run for real.
 
-Every cheat gets no credit it did not earn, every failure has a readable reason,
-no student's grade depends on another's, grading twice gives the same score,
-feedback pages reveal no hidden test and no reference value.
+Every submission gets exactly the score its working functions earn and its
+expected status; every failure has a readable reason; no student's grade depends
+on another's; no grader file changes; nothing the sandbox started outlives it;
+no datagram leaves it; nbgrader's own export shows the trusted scores; feedback
+pages reveal no hidden test.
 """
 import csv
+import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 
 import nbformat
 import pytest
@@ -16,81 +24,164 @@ from autograder.reference.grading import all_checks
 from autograder.samples import make_samples
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.xdist_group("sample-class")   # one worker grades the class once
 SAMPLES = ROOT / "autograder" / "samples"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
-LIMITS = trusted.Limits(wall_s=40, cpu_s=40)
+LIMITS = trusted.Limits(cell_s=20, check_s=30, wall_s=240)
+PLANTED = {"fifo_notebook": "a FIFO", "hard_link": "a hard link"}     # made at test time: git cannot hold them
+GUARDED = ["autograder", "course", "solutions", "exercises", "lectures", "data"]
 
 
 def expected_score(student: str) -> float:
-    """Each test cell earns its points when every function its checks call is right."""
+    """A check passes when every function it calls works (unless the sample says
+    otherwise for that check); a cell earns the points of the checks that pass."""
     info = EXPECTED[student]
-    checks = all_checks()
-    total = 0.0
-    for _, points, names in trusted.spec_of(ROOT / "solutions" / f"{info['notebook']}.ipynb").tests:
-        functions = {f for name in names for f in checks[name].functions}
-        if names and all(info["fractions"].get(f, 0.0) == 1.0 for f in functions):
-            total += points
-    return total
+    if "failed" in info["statuses"]:
+        return 0.0
+    checks, total = all_checks(), 0.0
+    for _, _, weights in trusted.spec_of(ROOT / "solutions" / f"{info['notebook']}.ipynb").tests:
+        for name, points in weights.items():
+            works = all(info["functions"].get(f, False) for f in checks[name].functions)
+            if info["checks"].get(name, works):
+                total += points
+    return round(total, 6)
+
+
+def fingerprint() -> dict:
+    found = {}
+    for top in GUARDED:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file() and not path.is_symlink() and "work" not in path.relative_to(ROOT).parts \
+                    and "__pycache__" not in path.parts:
+                found[str(path.relative_to(ROOT))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def sandbox_processes(boxes) -> list:
+    """Processes still running from this run's sandboxes (their working folders are in
+    ``boxes``; other grading runs on the machine are not counted)."""
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "autograder.sandbox" in line and str(boxes) in line]
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    work = tmp_path_factory.mktemp("work")
-    records = grade.autograde(SAMPLES / "submissions", work=work, workers=4, cell_timeout=60,
-                              wall_s=180, limits=LIMITS)
-    return work, {r["student"]: r for r in records}
+    tmp = tmp_path_factory.mktemp("class")
+    submissions = tmp / "submissions"
+    shutil.copytree(SAMPLES / "submissions", submissions, symlinks=True)
+    correct = submissions / "correct" / "05_gru.ipynb"
+    (submissions / "fifo_notebook").mkdir()
+    os.mkfifo(submissions / "fifo_notebook" / "05_gru.ipynb")
+    (submissions / "hard_link").mkdir()
+    os.link(ROOT / "solutions" / "05_gru.ipynb" if os.stat(ROOT / "solutions").st_dev == os.stat(tmp).st_dev
+            else correct, submissions / "hard_link" / "05_gru.ipynb")
+    before = fingerprint()
+    course, boxes = tmp / "course", tmp / "sandboxes"
+    boxes.mkdir()
+    saved, tempfile.tempdir = tempfile.tempdir, str(boxes)      # this run's sandboxes live here
+    try:
+        records = grade.autograde(submissions, course=course, workers=2, limits=LIMITS)
+    finally:
+        tempfile.tempdir = saved
+    return {"course": course, "records": {r["student"]: r for r in records}, "before": before,
+            "after": fingerprint(), "leftovers": sandbox_processes(boxes)}
 
 
 def test_sample_submissions_are_generated_from_the_exercises(tmp_path, monkeypatch):
     monkeypatch.setattr(make_samples, "OUT", tmp_path / "submissions")
     monkeypatch.setattr(make_samples, "HERE", tmp_path)
     make_samples.build()
-    for path in sorted((tmp_path / "submissions").rglob("*.ipynb")):
+    for path in sorted((tmp_path / "submissions").rglob("*")):
         committed = SAMPLES / "submissions" / path.relative_to(tmp_path / "submissions")
-        assert committed.read_bytes() == path.read_bytes(), \
-            f"{committed} is stale: run `python -m autograder.samples.make_samples`"
+        if path.is_symlink():
+            assert committed.is_symlink() and os.readlink(committed) == os.readlink(path), committed
+        elif path.is_file():
+            assert committed.read_bytes() == path.read_bytes(), \
+                f"{committed} is stale: run `python -m autograder.samples.make_samples`"
 
 
 @pytest.mark.parametrize("student", sorted(EXPECTED))
 def test_each_submission_gets_exactly_what_it_earned(graded, student):
-    _, records = graded
-    record = records[student]
-    assert record["score"] == expected_score(student), record
+    record = graded["records"][student]
+    assert record["score"] == pytest.approx(expected_score(student)), record
     assert record["status"] in EXPECTED[student]["statuses"], record
+    words = EXPECTED[student]["words"]
+    told = record["reason"] + " " + " ".join(p for c in record.get("cells", []) for ps in c["checks"].values()
+                                            for p in ps)
+    if words:
+        assert words in told, f"{student}: expected {words!r} in {told!r}"
     if record["status"] != "graded" or record["score"] < record["max_score"]:
-        assert record["reason"] or any(p for c in record["cells"] for p in c["checks"].values()), \
-            "a lost point needs a readable reason"
+        assert told.strip(), "a lost point needs a readable reason"
 
 
-def test_the_whole_class_is_graded_and_nothing_is_lost(graded):
-    work, records = graded
-    assert set(records) == set(EXPECTED)
-    assert len(list((work / "results").glob("*/*.json"))) == len(EXPECTED)
+@pytest.mark.parametrize("student", sorted(PLANTED))
+def test_fifos_and_hard_links_are_refused_with_a_reason(graded, student):
+    record = graded["records"][student]
+    assert record["status"] == "failed" and record["score"] == 0, record
+    assert PLANTED[student] in record["reason"], record
 
 
-def test_grading_the_same_submission_twice_gives_the_same_score(tmp_path):
+def test_the_whole_class_is_graded_and_recorded_in_nbgraders_gradebook(graded):
+    records = graded["records"]
+    assert set(records) == set(EXPECTED) | set(PLANTED)
+    export = graded["course"] / "export.csv"
+    grade.nbgrader("export", f"--to={export}", course=graded["course"])
+    exported = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(open(export))}
+    for student, record in records.items():
+        if record["status"] != "failed":
+            assert exported[(student, record["notebook"])] == pytest.approx(record["score"]), student
+            stored = trusted_score = json.loads((graded["course"] / "trusted" / student /
+                                                 f"{record['notebook']}.json").read_text())["score"]
+            assert stored == pytest.approx(trusted_score)
+
+
+def test_no_grader_file_changes_and_nothing_outlives_the_sandbox(graded):
+    assert graded["after"] == graded["before"], "grading changed files of the course or the grader"
+    assert not (ROOT / "autograder" / "reference" / "ch99_planted.py").exists()
+    rewritten = json.loads((graded["course"] / "trusted" / "rewrites_results" / "05_gru.json").read_text())
+    assert rewritten["score"] == expected_score("rewrites_results") and rewritten["cells"], "a forged result"
+    assert graded["leftovers"] == [], f"processes the sandbox started are still alive: {graded['leftovers']}"
+    assert "Network is unreachable" in graded["records"]["udp_send"]["reason"], "a datagram could leave"
+
+
+def test_grading_the_same_submission_twice_gives_the_same_score():
     path = SAMPLES / "submissions" / "wrong_gate_order" / "04_forget_gate.ipynb"
-    first = trusted.grade(path, limits=LIMITS)
-    second = trusted.grade(path, limits=LIMITS)
+    first, second = trusted.grade(path, limits=LIMITS), trusted.grade(path, limits=LIMITS)
     assert first.to_json() == second.to_json()
 
 
 def test_grade_table_csv_has_a_status_for_everyone(graded, tmp_path):
-    work, records = graded
-    grade.write_csv(list(records.values()), tmp_path / "grades.csv")
+    records = list(graded["records"].values())
+    grade.write_csv(records, tmp_path / "grades.csv")
     rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
-    assert len(rows) == len(EXPECTED)
-    assert {r["status"] for r in rows} <= {"graded", "failed", "suspicious", "needs manual grade"}
-    failed = [r for r in rows if r["status"] == "failed"]
-    assert failed and all(r["reason"] for r in failed)
+    assert len(rows) == len(records)
+    assert {r["status"] for r in rows} <= {"graded", "failed", "needs manual grade"}
+    assert all(r["reason"] for r in rows if r["status"] == "failed")
 
 
-def test_feedback_shows_checks_but_no_hidden_test_or_reference_value(graded):
-    _, records = graded
+def test_feedback_pages_show_checks_but_no_hidden_test_or_reference_value(graded):
+    pages = grade.write_feedback(graded["course"])
     solution = nbformat.read(ROOT / "solutions" / "05_gru.ipynb", as_version=4)
     hidden = [line.strip() for cell in solution.cells for line in cell.source.splitlines()
               if "check(" in line or "autograder" in line]
-    for record in records.values():
-        page = grade.feedback_html(record)
-        assert record["notebook"] in page
-        assert "BEGIN HIDDEN" not in page and not any(line in page for line in hidden)
+    seen = 0
+    for student, record in graded["records"].items():
+        page = pages / student / record["notebook"] / f"{record['notebook']}.html"
+        text = page.read_text()
+        seen += 1
+        assert student in text and record["notebook"] in text
+        assert "BEGIN HIDDEN" not in text and not any(line in text for line in hidden), page
+        if record["status"] == "graded" and record["score"] < record["max_score"] and record["cells"]:
+            assert "failed" in text
+    assert seen == len(graded["records"])
+
+
+def test_two_threads_can_start_dynet_at_once():
+    """The instructor's first command once failed here: two grading threads both
+    starting DyNet ("dynet was imported before course.runtime.init()")."""
+    code = ("import threading\nfrom course import runtime\nerrors = []\n"
+            "def start():\n    try:\n        runtime.dynet()\n    except Exception as err:\n        errors.append(err)\n"
+            "threads = [threading.Thread(target=start) for _ in range(4)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\nprint(errors)\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "[]", run.stdout + run.stderr

@@ -1,5 +1,6 @@
-"""The check of chapter 02's rnn_step (tutorial eq 44): the reference and an equivalent
-rewrite pass; plausible mistakes fail with a message that says what is wrong."""
+"""The checks of chapter 02's rnn_step (tutorial eq 44): the reference and an equivalent
+rewrite pass; plausible mistakes fail exactly the checks of the part they break, with a
+message that names the mistake."""
 import numpy as np
 import pytest
 
@@ -51,31 +52,48 @@ def returns_bare_expression(p, x, state):
     return reference(p, x, state)[0]
 
 
-def problems(fn):
-    return run_check(all_checks()["ch02.rnn_step"], {"rnn_step": fn})
+NAMES = ("ch02.rnn_input", "ch02.rnn_recurrence", "ch02.rnn_step", "ch02.rnn_gradients")
 
 
-def test_the_check_is_registered():
-    assert all_checks()["ch02.rnn_step"].functions == ("rnn_step",)
+def problems(fn, name="ch02.rnn_step"):
+    return run_check(all_checks()[name], {"rnn_step": fn})
+
+
+def failing(fn):
+    """{check: its problems} for the checks of rnn_step that fail."""
+    return {name: found for name in NAMES if (found := problems(fn, name))}
+
+
+def test_the_checks_are_registered():
+    assert all(all_checks()[name].functions == ("rnn_step",) for name in NAMES)
 
 
 @pytest.mark.parametrize("correct", [reference, rewritten])
 def test_correct_steps_pass(correct):
-    assert problems(correct) == []
+    assert failing(correct) == {}
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (transposed_recurrence, "differs"),
-    (no_bias, "differs"),
-    (logistic_instead_of_tanh, "differs"),
-    (ignores_previous_state, "differs"),
-    (bias_after_tanh, "differs"),
-    (numpy_inside, "outside DyNet"),
+@pytest.mark.parametrize("wrong, checks, hint", [
+    (transposed_recurrence, {"ch02.rnn_recurrence", "ch02.rnn_step"}, "W_hh is used transposed"),
+    (no_bias, {"ch02.rnn_input", "ch02.rnn_step"}, "b_h is missing"),
+    (logistic_instead_of_tanh, {"ch02.rnn_input", "ch02.rnn_recurrence", "ch02.rnn_step"}, "logistic sigmoid"),
+    (ignores_previous_state, {"ch02.rnn_recurrence", "ch02.rnn_step"}, "h_{t-1} does not enter"),
+    (bias_after_tanh, {"ch02.rnn_input", "ch02.rnn_step"}, "added after the tanh"),
+    (numpy_inside, {"ch02.rnn_gradients"}, "outside DyNet"),
 ])
-def test_plausible_mistakes_fail_with_a_hint(wrong, hint):
-    found = problems(wrong)
-    assert found, f"{wrong.__name__} passed the check"
-    assert hint in " ".join(found)
+def test_a_mistake_fails_the_checks_of_its_part_and_is_named(wrong, checks, hint):
+    found = failing(wrong)
+    assert set(found) == checks, found
+    assert all(hint in " ".join(p) for p in found.values()), found
+
+
+def test_an_unknown_mistake_gets_the_part_and_the_step():
+    def doubled_input(p, x, state):
+        return (dy.tanh(2 * (p["W_xh"] * x) + p["W_hh"] * state[0] + p["b_h"]),)
+    found = failing(doubled_input)
+    assert set(found) == {"ch02.rnn_input", "ch02.rnn_step"}, found
+    assert found["ch02.rnn_input"][0].startswith("h_t differs from step 1 on") and \
+        "check the input term" in found["ch02.rnn_input"][0], found
 
 
 def test_a_step_that_returns_no_tuple_is_refused():

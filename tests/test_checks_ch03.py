@@ -1,6 +1,7 @@
-"""The check of chapter 03's lstm_step (LSTM without forget gate, tutorial eqs 47-51, with
+"""The checks of chapter 03's lstm_step (LSTM without forget gate, tutorial eqs 47-51, with
 eq 52's logistic in its correct form): the reference and an equivalent rewrite pass;
-plausible mistakes fail."""
+plausible mistakes fail exactly the checks of the parts they break, with a message that
+names the mistake (the input and output gates swapped keep the carousel's point)."""
 import numpy as np
 import pytest
 
@@ -52,13 +53,26 @@ def misprinted_logistic(z):
     return dy.cdiv(dy.ones(z.dim()[0], batch_size=z.dim()[1]), 1 - dy.exp(-z))
 
 
+MEMORY, OUTPUT, STEP, GRADIENTS, CAROUSEL = (f"ch03.lstm_{k}" for k in
+                                             ("memory", "output", "step", "gradients", "carousel"))
+NAMES = (MEMORY, OUTPUT, STEP, GRADIENTS, CAROUSEL)
+# mistake: (step, {each check it fails: a phrase of that check's message})
+MISPRINT, SWAPPED = "misprints it", "the input gate reads the output gate's parameters"
 MISTAKES = {
-    "misprinted eq 52": _variant(gate=misprinted_logistic),
-    "tanh output gate": _variant(output_gate=dy.tanh),
-    "input and output gates swapped": _variant(swap_io=True),
-    "coupled gates (1 - i) * c_prev": _variant(cell=lambda i, u, c: dy.cmult(i, u) + dy.cmult(1 - i, c)),
-    "previous cell dropped": _variant(cell=lambda i, u, c: dy.cmult(i, u)),
-    "h = o * c without tanh": _variant(hidden=lambda o, c: dy.cmult(o, c)),
+    "misprinted eq 52": (_variant(gate=misprinted_logistic),
+                         {MEMORY: MISPRINT, OUTPUT: "check o_t (eq 49", STEP: MISPRINT}),
+    "tanh output gate": (_variant(output_gate=dy.tanh),
+                         {OUTPUT: "check o_t (eq 49", STEP: "the output gate uses tanh"}),
+    "input and output gates swapped": (_variant(swap_io=True),
+                                       {MEMORY: SWAPPED, OUTPUT: "is o_t computed from W_xo", STEP: SWAPPED}),
+    "coupled gates (1 - i) * c_prev": (_variant(cell=lambda i, u, c: dy.cmult(i, u) + dy.cmult(1 - i, c)),
+                                       {MEMORY: "multiplied by (1 - i_t)", STEP: "multiplied by (1 - i_t)",
+                                        CAROUSEL: "constant error carousel"}),
+    "previous cell dropped": (_variant(cell=lambda i, u, c: dy.cmult(i, u)),
+                              {MEMORY: "c_{t-1} is missing", STEP: "c_{t-1} is missing",
+                               CAROUSEL: "constant error carousel"}),
+    "h = o * c without tanh": (_variant(hidden=lambda o, c: dy.cmult(o, c)),
+                               {OUTPUT: "so h_t must be tanh(c_t)", STEP: "eq 51 squashes the memory cell"}),
 }
 
 
@@ -83,32 +97,44 @@ def numpy_inside(p, x, state):
     return (dy.inputTensor(h, batched=True), dy.inputTensor(c, batched=True))
 
 
-def problems(fn):
-    return run_check(all_checks()["ch03.lstm_step"], {"lstm_step": fn})
+def problems(fn, name=STEP):
+    return run_check(all_checks()[name], {"lstm_step": fn})
 
 
-def test_the_check_is_registered():
-    assert all_checks()["ch03.lstm_step"].functions == ("lstm_step",)
+def failing(fn):
+    return {name: found for name in NAMES if (found := problems(fn, name))}
+
+
+def test_the_checks_are_registered():
+    assert all(all_checks()[name].functions == ("lstm_step",) for name in NAMES)
 
 
 @pytest.mark.parametrize("correct", [reference, rewritten])
 def test_correct_steps_pass(correct):
-    assert problems(correct) == []
+    assert failing(correct) == {}
 
 
 @pytest.mark.parametrize("name", sorted(MISTAKES))
-def test_plausible_mistakes_fail(name):
-    found = problems(MISTAKES[name])
-    assert found, f"{name} passed the check"
-    assert "differs" in " ".join(found)
+def test_a_mistake_fails_the_checks_of_its_parts_and_is_named(name):
+    step, hints = MISTAKES[name]
+    found = failing(step)
+    assert set(found) == set(hints), found
+    assert all(hints[check] in " ".join(p) for check, p in found.items()), found
+
+
+def test_swapped_gates_are_named_not_blamed_on_the_logistic():
+    """The issue's wrong-way hint: the gates' wiring is named, the logistic is not."""
+    found = failing(MISTAKES["input and output gates swapped"][0])
+    assert "the input gate reads the output gate's parameters" in found[MEMORY][0]
+    assert not any("logistic" in p for ps in found.values() for p in ps), found
 
 
 def test_h_must_come_first_in_the_state():
     found = problems(state_in_the_wrong_order)
-    assert "state[0] at step 1 differs" in " ".join(found)
+    assert found == ["the state is returned as (c, h): return (h, c), h first (the next step and the "
+                     "model read state[0] as h)"]
 
 
-def test_numpy_inside_fails_on_the_gradients():
-    found = problems(numpy_inside)
-    assert found and "outside DyNet" in " ".join(found)
-    assert not any("state" in f for f in found), "the states are right; only gradients are missing"
+def test_numpy_inside_fails_on_the_gradients_only():
+    found = failing(numpy_inside)
+    assert set(found) == {GRADIENTS} and "outside DyNet" in found[GRADIENTS][0], found

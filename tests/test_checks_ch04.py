@@ -1,4 +1,5 @@
-"""Chapter 04's checks pass the reference and fail plausible wrong answers.
+"""Chapter 04's checks pass the reference and fail plausible wrong answers: each
+fails exactly the checks of the parts it breaks, with a message naming the mistake.
 
 The wrong answers are the ones the sample class of the autograder holds (wrong
 gate order, forget bias missing, NumPy instead of DyNet) and a few more.
@@ -38,18 +39,21 @@ def lstm_written_out(p, x, state):
     return (dy.cmult(o, dy.tanh(c)), c)
 
 
-def lstm_input_forget_swapped(p, x, state):
-    h_prev, c_prev = state
-    i, f, o = gate(p, "f", x, h_prev), gate(p, "i", x, h_prev), gate(p, "o", x, h_prev)
-    c = dy.cmult(i, content(p, x, h_prev)) + dy.cmult(f, c_prev)
-    return (dy.cmult(o, dy.tanh(c)), c)
+def written(order="ifo", forget_reads="c", squash=True):
+    """lstm_written_out with one part changed: ``order`` are the parameters the gates i, f, o
+    read; ``forget_reads``: what f multiplies; ``squash``: tanh(c) in h."""
+    def step(p, x, state):
+        h_prev, c_prev = state
+        i, f, o = (gate(p, g, x, h_prev) for g in order)
+        c = dy.cmult(i, content(p, x, h_prev)) + dy.cmult(f, c_prev if forget_reads == "c" else h_prev)
+        return (dy.cmult(o, dy.tanh(c) if squash else c), c)
+    return step
 
 
-def lstm_input_output_swapped(p, x, state):
-    h_prev, c_prev = state
-    i, f, o = gate(p, "o", x, h_prev), gate(p, "f", x, h_prev), gate(p, "i", x, h_prev)
-    c = dy.cmult(i, content(p, x, h_prev)) + dy.cmult(f, c_prev)
-    return (dy.cmult(o, dy.tanh(c)), c)
+lstm_input_forget_swapped = written(order="fio")
+lstm_input_output_swapped = written(order="ofi")
+lstm_forget_reads_h = written(forget_reads="h")            # h where c belongs
+lstm_output_without_tanh = written(squash=False)
 
 
 def lstm_without_forget_gate(p, x, state):
@@ -70,35 +74,42 @@ def lstm_in_numpy(p, x, state):
     return (dy.inputTensor(h, batched=True), dy.inputTensor(c, batched=True))
 
 
-STEP_CHECKS = ("ch04.lstm_step", "ch04.lstm_forget_gate", "ch04.lstm_builder")
+STEP, OUTPUT, GRADIENTS, FORGET, BUILDER = (f"ch04.lstm_{k}" for k in
+                                            ("step", "output", "gradients", "forget_gate", "builder"))
+STEP_CHECKS = (STEP, OUTPUT, GRADIENTS, FORGET, BUILDER)
+KEEP = "with the forget gate open (b_f = +30, f_t = 1) and the input gate shut"
+ERASE = "with the forget gate shut (b_f = -30, f_t = 0) c_t must not depend on c_{t-1}"
+SWAP_IF = "the input gate reads the forget gate's parameters"
+SWAP_IO = "the input gate reads the output gate's parameters"
+# mistake -> {each check it fails: a phrase of that check's message}
+MISTAKES = {
+    lstm_input_forget_swapped: {STEP: SWAP_IF, FORGET: KEEP, BUILDER: SWAP_IF},
+    lstm_input_output_swapped: {STEP: SWAP_IO, OUTPUT: "is o_t computed from W_xo", FORGET: KEEP,
+                                BUILDER: SWAP_IO},
+    lstm_without_forget_gate: {STEP: "chapter 03's eq 50", FORGET: ERASE, BUILDER: "chapter 03's eq 50"},
+    lstm_forget_reads_h: {STEP: "f_t multiplies h_{t-1}", FORGET: "f_t multiplies h_{t-1}",
+                          BUILDER: "f_t multiplies h_{t-1}"},
+    lstm_output_without_tanh: {STEP: "h_t differs from step 1", OUTPUT: "so h_t must be tanh(c_t)",
+                               BUILDER: "differs from dy.VanillaLSTMBuilder's"},
+    lstm_in_numpy: {GRADIENTS: "outside DyNet"},
+}
 
 
-@pytest.mark.parametrize("name", STEP_CHECKS)
-def test_reference_and_an_independent_answer_pass(name):
-    assert problems(name, reference_lstm_step) == []
-    assert problems(name, lstm_written_out) == []
+def failing(step):
+    return {name: found for name in STEP_CHECKS if (found := problems(name, step))}
 
 
-@pytest.mark.parametrize("wrong", [lstm_input_forget_swapped, lstm_input_output_swapped,
-                                   lstm_without_forget_gate])
-@pytest.mark.parametrize("name", ["ch04.lstm_step", "ch04.lstm_builder"])
-def test_wrong_lstm_steps_fail(name, wrong):
-    found = problems(name, wrong)
-    assert found and "differ" in found[0], found
+def test_reference_and_an_independent_answer_pass():
+    assert failing(reference_lstm_step) == {}
+    assert failing(lstm_written_out) == {}
 
 
-def test_the_forget_gate_check_names_what_is_wrong():
-    found = problems("ch04.lstm_forget_gate", lstm_without_forget_gate)
-    assert any("(f = 0)" in p for p in found) and not any("(f = 1)" in p for p in found), found
-    found = problems("ch04.lstm_forget_gate", lstm_input_forget_swapped)
-    assert any("(f = 1)" in p for p in found), found
-
-
-@pytest.mark.parametrize("name", STEP_CHECKS)
-def test_numpy_step_has_the_right_values_but_no_gradients(name):
-    """Every check of lstm_step fails it, naming the gradients, not the values."""
-    found = problems(name, lstm_in_numpy)
-    assert len(found) == 1 and "gradients differ" in found[0], found
+@pytest.mark.parametrize("wrong", list(MISTAKES), ids=["i-f swapped", "i-o swapped", "no forget gate",
+                                                        "f reads h", "no tanh", "numpy"])
+def test_a_mistake_fails_the_checks_of_its_parts_and_is_named(wrong):
+    found = failing(wrong)
+    assert set(found) == set(MISTAKES[wrong]), found
+    assert all(MISTAKES[wrong][check] in " ".join(p) for check, p in found.items()), found
 
 
 def test_builder_reference_agrees_with_the_reference_cell():
@@ -167,7 +178,7 @@ def test_init_numbers_survive_the_sandbox_file_format(answer, passes, tmp_path):
 
 def test_checks_are_registered_and_run_from_a_notebook():
     assert set(STEP_CHECKS) | {"ch04.lstm_init"} <= set(grading.all_checks())
-    grading.check("ch04.lstm_step", lstm_step=reference_lstm_step)
+    grading.check("ch04.lstm_step", lstm_step=reference_lstm_step, points=1)
     grading.check("ch04.lstm_init", lstm_init=init_correct)
     with pytest.raises(AssertionError, match="ch04.lstm_init"):
         grading.check("ch04.lstm_init", lstm_init=lambda name, shape, forget_bias=1.0: None)

@@ -1,7 +1,8 @@
 """Chapter 05's checks pass the reference (and `1 - z` written naturally) and
-fail plausible wrong GRUs: the sample class's NumPy answer (full check only:
+fail plausible wrong GRUs, each exactly in the checks of the parts it breaks and
+with a message that names it: the sample class's NumPy answer (gradients only:
 its values are right), eq 59's weights exchanged, the reset gate in the wrong
-place, the gates swapped."""
+place or left out, the gates swapped, the candidate's bias missing."""
 import numpy as np
 import pytest
 
@@ -13,7 +14,9 @@ from course import runtime
 
 dy = runtime.dynet()
 CHECKS = {c.name: c for c in ch05.CHECKS}
-NAMES = ("ch05.gru_step", "ch05.gru_update_gate", "ch05.gru_builder")
+STEP, GRADIENTS, UPDATE, RESET, BUILDER = (f"ch05.gru_{k}" for k in
+                                           ("step", "gradients", "update_gate", "reset_gate", "builder"))
+NAMES = (STEP, GRADIENTS, UPDATE, RESET, BUILDER)
 
 
 def problems(step, name="ch05.gru_step"):
@@ -24,13 +27,15 @@ def gate(p, g, x, h):
     return dy.logistic(dy.affine_transform([p["b_" + g], p["W_x" + g], x, p["W_h" + g], h]))
 
 
-def gru(p, x, state, interpolate, reset_inside=True, r_name="r", z_name="z"):
+def gru(p, x, state, interpolate, reset_inside=True, r_name="r", z_name="z", reset=True, bias=True):
     (h_prev,) = state
     r, z = gate(p, r_name, x, h_prev), gate(p, z_name, x, h_prev)
+    b = p["b_h"] if bias else 0 * p["b_h"]
     if reset_inside:                                  # eq 58: W_hh (r * h)
-        candidate = dy.tanh(dy.affine_transform([p["b_h"], p["W_xh"], x, p["W_hh"], dy.cmult(r, h_prev)]))
+        read = dy.cmult(r, h_prev) if reset else h_prev
+        candidate = dy.tanh(dy.affine_transform([b, p["W_xh"], x, p["W_hh"], read]))
     else:                                             # r * (W_hh h): another GRU variant
-        candidate = dy.tanh(dy.affine_transform([p["b_h"], p["W_xh"], x]) + dy.cmult(r, p["W_hh"] * h_prev))
+        candidate = dy.tanh(dy.affine_transform([b, p["W_xh"], x]) + dy.cmult(r, p["W_hh"] * h_prev))
     return (interpolate(z, h_prev, candidate),)
 
 
@@ -56,6 +61,14 @@ def gates_swapped(p, x, state):
     return gru(p, x, state, lambda z, h, c: dy.cmult(1 - z, h) + dy.cmult(z, c), r_name="z", z_name="r")
 
 
+def reset_left_out(p, x, state):
+    return gru(p, x, state, lambda z, h, c: dy.cmult(1 - z, h) + dy.cmult(z, c), reset=False)
+
+
+def candidate_without_bias(p, x, state):
+    return gru(p, x, state, lambda z, h, c: dy.cmult(1 - z, h) + dy.cmult(z, c), bias=False)
+
+
 def gru_in_numpy(p, x, state):
     sig = lambda a: 1 / (1 + np.exp(-a))
     P = {k: v.npvalue() for k, v in p.items()}
@@ -72,24 +85,46 @@ def test_right_answers_pass(name, step):
     assert problems(step, name) == []
 
 
-@pytest.mark.parametrize("wrong", [z_exchanged, reset_after_matrix, gates_swapped])
-def test_wrong_grus_fail(wrong):
-    found = problems(wrong)
-    assert found and "differs" in found[0]
-    assert problems(wrong, "ch05.gru_builder")
+EXCHANGED = "z_t and 1 - z_t are exchanged"
+SWAPPED = "the reset gate reads the update gate's parameters"
+AFTER = "eq 58 applies it to h_{t-1} before W_hh"
+# mistake -> {each check it fails: a phrase of that check's message}
+MISTAKES = {
+    z_exchanged: {STEP: EXCHANGED, UPDATE: EXCHANGED, BUILDER: EXCHANGED},
+    reset_after_matrix: {STEP: AFTER, RESET: AFTER, BUILDER: AFTER},
+    reset_left_out: {STEP: "the reset gate is not used", RESET: "the reset gate is not used",
+                     BUILDER: "the reset gate is not used"},
+    gates_swapped: {STEP: SWAPPED, UPDATE: SWAPPED, RESET: SWAPPED, BUILDER: SWAPPED},
+    candidate_without_bias: {STEP: "check eqs 56-59", UPDATE: "the candidate tanh(W_xh x_t + b_h) alone",
+                             RESET: "the candidate h~_t = tanh(W_xh x_t + W_hh (r_t * h_{t-1}) + b_h)",
+                             BUILDER: "differs from dy.GRUBuilder's"},
+    gru_in_numpy: {GRADIENTS: "outside DyNet"},
+}
 
 
-def test_the_update_gate_check_names_what_is_wrong():
-    found = problems(z_exchanged, "ch05.gru_update_gate")
-    assert any("(z = 0)" in p for p in found) and any("(z = 1)" in p for p in found), found
-    found = problems(reset_after_matrix, "ch05.gru_update_gate")     # only the candidate is wrong
-    assert "(z = 1)" in found[0] and not any("(z = 0)" in p for p in found), found
+def failing(step):
+    return {name: found for name in NAMES if (found := problems(step, name))}
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_numpy_gru_fails_on_gradients_only(name):
-    found = problems(gru_in_numpy, name)
-    assert len(found) == 1 and "gradients differ" in found[0], found
+@pytest.mark.parametrize("wrong", list(MISTAKES), ids=[f.__name__ for f in MISTAKES])
+def test_a_mistake_fails_the_checks_of_its_parts_and_is_named(wrong):
+    found = failing(wrong)
+    assert set(found) == set(MISTAKES[wrong]), found
+    assert all(MISTAKES[wrong][check] in " ".join(p) for check, p in found.items()), found
+
+
+def test_the_update_gate_check_is_not_blamed_for_the_reset_gate():
+    """The issue's wrong-way hint: a reset gate after W_hh passes the update-gate check."""
+    assert problems(reset_after_matrix, UPDATE) == []
+    found = problems(z_exchanged, UPDATE)
+    assert found == [found[0]] and EXCHANGED in found[0]
+
+
+def test_the_update_gate_check_names_the_units_that_go_wrong():
+    def keeps_nothing(p, x, state):        # eq 59 without its first term
+        return gru(p, x, state, lambda z, h, c: dy.cmult(z, c))
+    found = problems(keeps_nothing, UPDATE)
+    assert any("(b_z = -30, z_t = 0)" in p for p in found) and not any("(b_z = +30" in p for p in found), found
 
 
 def test_builder_reference_agrees_with_the_reference_cell():
@@ -104,6 +139,6 @@ def test_a_step_that_returns_a_bare_expression_is_refused():
 
 def test_checks_are_registered_and_run_from_a_notebook():
     assert set(NAMES) <= set(grading.all_checks())
-    grading.check("ch05.gru_step", gru_step=one_minus_z_natural)
+    grading.check("ch05.gru_step", gru_step=one_minus_z_natural, points=1)
     with pytest.raises(AssertionError, match="ch05.gru_step"):
         grading.check("ch05.gru_step", gru_step=z_exchanged)

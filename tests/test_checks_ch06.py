@@ -55,13 +55,22 @@ def run(name, **functions):
     return run_check(all_checks()[name], functions)
 
 
+PAD_CHECKS = ("ch06.pad_words", "ch06.pad_masks", "ch06.pad_padding")
+NLL_CHECKS = ("ch06.masked_nll", "ch06.masked_nll_gradients")
+
+
+def failing(names, **functions):
+    return {name: found for name in names if (found := run(name, **functions))}
+
+
 # -------------------------------------------------------------------------- pad_batch
 def test_checks_are_registered():
-    assert {"ch06.pad_batch", "ch06.masked_batch_nll"} <= set(all_checks())
+    assert set(PAD_CHECKS + NLL_CHECKS) <= set(all_checks())
 
 
 def test_correct_pad_batch_passes():
-    check("ch06.pad_batch", pad_batch=pad_batch)
+    for name in PAD_CHECKS:
+        check(name, pad_batch=pad_batch, points=1)
 
 
 def test_correct_pad_batch_equals_the_course_make_batch():
@@ -71,21 +80,32 @@ def test_correct_pad_batch_equals_the_course_make_batch():
     assert pad_batch(ch06.PAD_SENTENCES, vocab) == (course.inputs, course.targets, course.masks)
 
 
-def test_padding_with_the_wrong_token_fails():
-    problems = run("ch06.pad_batch", pad_batch=lambda s, v: pad_batch(s, v, pad=v.unk))
-    assert problems and "pad with </s>" in problems[0]
+@pytest.mark.parametrize("reverse", [True, False])
+def test_sorting_the_sentences_costs_the_order_check_only(reverse):
+    found = failing(PAD_CHECKS, pad_batch=lambda s, v: pad_batch(sorted(s, key=len, reverse=reverse), v))
+    assert list(found) == ["ch06.pad_words"] and "keep the input order" in found["ch06.pad_words"][0], found
 
 
-def test_integer_masks_fail():
-    problems = run("ch06.pad_batch", pad_batch=lambda s, v: pad_batch(s, v, float_masks=False))
-    assert problems == ["masks must hold floats (1.0 / 0.0), not ints or bools"]
+def test_padding_with_the_wrong_token_fails_the_padding_check_only():
+    found = failing(PAD_CHECKS, pad_batch=lambda s, v: pad_batch(s, v, pad=v.unk))
+    assert list(found) == ["ch06.pad_padding"] and "pad with </s>" in found["ch06.pad_padding"][0], found
 
 
-def test_batch_major_layout_fails():
+def test_a_sorted_batch_padded_wrongly_fails_both():
+    found = failing(PAD_CHECKS, pad_batch=lambda s, v: pad_batch(sorted(s, key=len), v, pad=v.unk))
+    assert set(found) == {"ch06.pad_words", "ch06.pad_padding"}, found
+
+
+def test_integer_masks_fail_the_masks_check_only():
+    found = failing(PAD_CHECKS, pad_batch=lambda s, v: pad_batch(s, v, float_masks=False))
+    assert found == {"ch06.pad_masks": ["masks must hold floats (1.0 / 0.0), not ints or bools"]}
+
+
+def test_batch_major_layout_fails_every_check():
     def batch_major(sentences, vocab):
         return tuple([list(row) for row in zip(*part)] for part in pad_batch(sentences, vocab))
-    problems = run("ch06.pad_batch", pad_batch=batch_major)
-    assert problems and "time-major" in problems[0]
+    found = failing(PAD_CHECKS, pad_batch=batch_major)
+    assert set(found) == set(PAD_CHECKS) and all("time-major" in p[0] for p in found.values())
 
 
 def test_masking_the_final_eos_fails():
@@ -94,7 +114,16 @@ def test_masking_the_final_eos_fails():
         lengths = [len(s) for s in sentences]
         masks = [[1.0 if t < n else 0.0 for n in lengths] for t in range(len(masks))]
         return inputs, targets, masks
-    assert any("masks differ" in p for p in run("ch06.pad_batch", pad_batch=no_final_eos))
+    found = failing(PAD_CHECKS, pad_batch=no_final_eos)
+    assert list(found) == ["ch06.pad_masks"] and "masks differ" in found["ch06.pad_masks"][0], found
+
+
+def test_unknown_words_must_be_unk():
+    def unknown_as_eos(sentences, vocab):
+        known = [[w if w in vocab.tokens else "</s>" for w in s] for s in sentences]
+        return pad_batch(known, vocab)
+    found = failing(PAD_CHECKS, pad_batch=unknown_as_eos)
+    assert list(found) == ["ch06.pad_words"] and "<unk>" in found["ch06.pad_words"][0], found
 
 
 def test_calling_the_course_make_batch_fails():
@@ -102,20 +131,21 @@ def test_calling_the_course_make_batch_fails():
         ids, _ = data.encode(sentences, vocab, max_unknown=1.0)
         b = data.make_batch(ids, vocab)
         return b.inputs, b.targets, b.masks
-    assert run("ch06.pad_batch", pad_batch=lazy) == [
-        "pad_batch calls course.data.make_batch/make_batches: write the padding yourself"]
+    assert failing(PAD_CHECKS, pad_batch=lazy) == {
+        name: ["pad_batch calls course.data.make_batch/make_batches: write the padding yourself"]
+        for name in PAD_CHECKS}
 
 
 def test_a_helper_of_their_own_named_make_batch_is_fine():
     namespace = {"pad_batch_impl": pad_batch}
     exec("def make_batch(s, v):\n    return pad_batch_impl(s, v)\n"
          "def pad_batch(s, v):\n    return make_batch(s, v)\n", namespace)
-    check("ch06.pad_batch", pad_batch=namespace["pad_batch"])
+    assert failing(PAD_CHECKS, pad_batch=namespace["pad_batch"]) == {}
 
 
 # -------------------------------------------------------------------------- masked_batch_nll
 def test_correct_masked_batch_nll_passes():
-    check("ch06.masked_batch_nll", masked_batch_nll=masked_batch_nll)
+    assert failing(NLL_CHECKS, masked_batch_nll=masked_batch_nll) == {}
 
 
 def test_reference_is_the_padded_batch_with_its_mask():
@@ -124,38 +154,49 @@ def test_reference_is_the_padded_batch_with_its_mask():
     batched = probes.masked_batch_nll({"masked_batch_nll": masked_batch_nll}, inputs)
     alone = ch06.one_at_a_time(inputs)
     assert batched["value"] == pytest.approx(alone["value"], rel=1e-5)
-    assert batched["value"] < ch06.one_at_a_time(inputs, mask_padding=False)["value"]
+    assert ch06.padded_value(inputs, inputs["masks"]) == pytest.approx(alone["value"], rel=1e-5)
+    assert batched["value"] < ch06.padded_value(inputs, np.ones_like(np.asarray(inputs["masks"])))
 
 
-def test_forgetting_the_mask_fails():
-    problems = run("ch06.masked_batch_nll", masked_batch_nll=lambda lm, b: masked_batch_nll(lm, b, use_mask=False))
-    assert problems == ["the padded positions were counted: multiply each step's losses by that step's "
-                        "mask before summing"]
+def last_step_unmasked(lm, batch):
+    inputs, targets, masks = batch
+    state, terms = lm["rnn"].initial_state(), []
+    for t, (words_in, words_out, mask) in enumerate(zip(inputs, targets, masks)):
+        state = state.add_input(dy.lookup_batch(lm["E"], words_in))
+        losses = dy.pickneglogsoftmax_batch(dy.affine_transform([lm["b_s"], lm["W_hs"], state.output()]), words_out)
+        terms.append(losses if t == len(inputs) - 1 else dy.cmult(losses, dy.inputTensor(mask, batched=True)))
+    return dy.sum_batches(dy.esum(terms))
 
 
-def test_averaging_fails():
-    problems = run("ch06.masked_batch_nll", masked_batch_nll=lambda lm, b: masked_batch_nll(lm, b, mean=True))
-    assert problems == ["the loss is averaged over the predictions; return the sum"]
+@pytest.mark.parametrize("wrong, says", [
+    (lambda lm, b: masked_batch_nll(lm, b, use_mask=False), "the padded positions were counted"),
+    (last_step_unmasked, "the last time step's losses are not masked"),
+    (lambda lm, b: masked_batch_nll(lm, b, mean=True), "the loss is averaged over the predictions"),
+])
+def test_a_wrong_value_fails_the_value_check_only_and_is_named(wrong, says):
+    found = failing(NLL_CHECKS, masked_batch_nll=wrong)
+    assert list(found) == ["ch06.masked_nll"] and found["ch06.masked_nll"][0].startswith(says), found
 
 
-def test_mask_applied_in_numpy_has_no_gradient():
-    problems = run("ch06.masked_batch_nll", masked_batch_nll=lambda lm, b: masked_batch_nll(lm, b, numpy_mask=True))
-    assert len(problems) == 1 and "outside DyNet" in problems[0]
+def test_mask_applied_in_numpy_fails_the_gradients_only():
+    found = failing(NLL_CHECKS, masked_batch_nll=lambda lm, b: masked_batch_nll(lm, b, numpy_mask=True))
+    assert list(found) == ["ch06.masked_nll_gradients"], found
+    assert "outside DyNet" in found["ch06.masked_nll_gradients"][0]
 
 
 def test_a_batched_result_is_refused():
     def per_sentence(lm, batch):
         total = masked_batch_nll(lm, batch)
         return dy.concatenate_to_batch([total, total])
-    problems = run("ch06.masked_batch_nll", masked_batch_nll=per_sentence)
-    assert problems and "dy.sum_batches" in problems[0]
+    found = failing(NLL_CHECKS, masked_batch_nll=per_sentence)
+    assert set(found) == set(NLL_CHECKS) and all("dy.sum_batches" in p[0] for p in found.values())
 
 
 def test_checks_judge_the_numbers_as_the_sandbox_returns_them():
     """The autograder carries the probe's numbers through an npz file: flat, all arrays."""
     from autograder.probes import to_arrays as flatten
     from autograder.probes import from_arrays as _unflatten
-    for name, fn in [("ch06.pad_batch", pad_batch), ("ch06.masked_batch_nll", masked_batch_nll)]:
+    for name, fn in [(n, pad_batch) for n in PAD_CHECKS] + [(n, masked_batch_nll) for n in NLL_CHECKS]:
         c = all_checks()[name]
         inputs = c.make_inputs()
         numbers = _unflatten(flatten(probes.__dict__[c.probe.split(":")[1]]({c.functions[0]: fn}, inputs)))

@@ -1,4 +1,5 @@
-"""The chapter-07 check passes a correct stacked_step and fails plausible mistakes."""
+"""The chapter-07 checks pass a correct stacked_step and fail plausible mistakes: each in
+the residual modes it touches (one check per mode), with a message naming it."""
 import sys
 
 import pytest
@@ -16,61 +17,68 @@ from course.cell import Cell  # noqa: E402
 from course.data import Vocab  # noqa: E402
 
 
-def run(fn):
-    return run_check(all_checks()["ch07.stacked_step"], {"stacked_step": fn})
+MODE_CHECKS = {None: "ch07.stacked", "vertical": "ch07.residual_vertical", "lateral": "ch07.residual_lateral"}
+NAMES = (*MODE_CHECKS.values(), "ch07.stacked_gradients")
 
 
-def variant(pass_up_sum=True, lateral_writes_state=True, first_layer_residual=True,
-            vertical_writes_state=False, every_layer_reads_x=False):
-    """stacked_step with one of the usual mistakes switched on."""
-    def stacked_step(steps, params, x, states, residual=None):
-        x_in, new_states = x, []
-        for k, (step, p, state) in enumerate(zip(steps, params, states)):
-            layer_input = x_in if every_layer_reads_x else x
-            state = step(p, layer_input, state)
-            h = state[0]
-            if residual and (k > 0 or first_layer_residual):
-                h_sum = h + layer_input
-                if (residual == "lateral" and lateral_writes_state) or vertical_writes_state:
-                    state = (h_sum,) + tuple(state[1:])
-                h = h_sum if pass_up_sum else h
-            new_states.append(state)
-            x = h
-        return x, new_states
-    return stacked_step
+def run(fn, name="ch07.stacked"):
+    return run_check(all_checks()[name], {"stacked_step": fn})
 
 
-def test_check_is_registered():
-    assert "ch07.stacked_step" in all_checks()
+def failing(fn):
+    return {name: found for name in NAMES if (found := run(fn, name))}
 
 
-def test_reference_passes_its_own_check():
-    check("ch07.stacked_step", stacked_step=ch07.reference_stacked_step)
+variant = ch07.variant
+
+
+def test_checks_are_registered():
+    assert set(NAMES) <= set(all_checks())
+
+
+def test_reference_passes_its_own_checks():
+    for name in NAMES:
+        check(name, stacked_step=ch07.reference_stacked_step, points=1)
 
 
 def test_the_correct_variant_passes():
-    assert run(variant()) == []
+    assert failing(variant()) == {}
 
 
-@pytest.mark.parametrize("mistake, modes", [
-    ({"pass_up_sum": False}, ["'vertical'", "'lateral'"]),
-    ({"lateral_writes_state": False}, ["'lateral'"]),
-    ({"vertical_writes_state": True}, ["'vertical'"]),
-    ({"first_layer_residual": False}, ["'vertical'", "'lateral'"]),
-    ({"every_layer_reads_x": True}, ["None", "'vertical'", "'lateral'"]),
+def residual_before_the_layer(steps, params, x, states, residual=None):
+    """Written as a student would: the input added to h_{t-1}, going into the layer."""
+    new_states = []
+    for step, p, state in zip(steps, params, states):
+        if residual is not None:
+            state = (state[0] + x,) + tuple(state[1:])
+        state = step(p, x, state)
+        new_states.append(state)
+        x = state[0]
+    return x, new_states
+
+
+@pytest.mark.parametrize("mistake, modes, says", [
+    (variant(pass_up_sum=False), ["vertical", "lateral"], "the next layer reads h without the residual"),
+    (variant(lateral_writes_state=False), ["lateral"], "must also replace h (new_state[0])"),
+    (variant(vertical_writes_state=True), ["vertical"], "must stay as its step returned it"),
+    (variant(first_layer_residual=False), ["vertical", "lateral"], "the first layer needs its residual too"),
+    (variant(every_layer_reads_x=True), [None, "vertical", "lateral"], "not x_t (eq 60)"),
+    (residual_before_the_layer, ["vertical", "lateral"], "added to h_{t-1} before the layer runs"),
 ])
-def test_mistakes_fail_in_the_modes_they_touch(mistake, modes):
-    problems = run(variant(**mistake))
-    failed = sorted({p.split(":")[0].removeprefix("residual=") for p in problems})
-    assert failed == sorted(modes), problems
+def test_mistakes_fail_in_the_modes_they_touch_and_are_named(mistake, modes, says):
+    found = failing(mistake)
+    assert set(found) == {MODE_CHECKS[m] for m in modes}, found
+    assert all(found[MODE_CHECKS[m]][0].startswith(f"residual={m!r}: ") and says in found[MODE_CHECKS[m]][0]
+               for m in modes), found
 
 
-def test_values_taken_out_of_dynet_fail_on_gradients():
+def test_values_taken_out_of_dynet_fail_on_gradients_only():
     def detached(steps, params, x, states, residual=None):
         h, new_states = ch07.reference_stacked_step(steps, params, x, states, residual)
         return dy.inputTensor(h.npvalue().reshape(ch07.D, -1), batched=True), new_states
-    problems = run(detached)
-    assert problems and all("gradients differ" in p for p in problems)
+    found = failing(detached)
+    assert list(found) == ["ch07.stacked_gradients"], found
+    assert all("computed outside DyNet" in p for p in found["ch07.stacked_gradients"])
 
 
 def test_a_wrong_return_shape_is_explained():
@@ -107,13 +115,14 @@ def test_an_unknown_mode_is_refused():
         ch07.reference_stacked_step([cell.step], [{}], x, [(x,)], residual="horizontal")
 
 
-def test_check_judges_the_numbers_as_the_sandbox_returns_them():
+def test_checks_judge_the_numbers_as_the_sandbox_returns_them():
     """The autograder carries the probe's numbers through an npz file: flat, all arrays."""
     from autograder.probes import ch07_stacked_residual as probes
     from autograder.probes import to_arrays as flatten
     from autograder.probes import from_arrays as _unflatten
-    inputs = ch07.make_inputs()
+    lateral = all_checks()["ch07.residual_lateral"]
+    inputs = lateral.make_inputs()
     numbers = _unflatten(flatten(probes.stacked_step({"stacked_step": variant()}, inputs)))
-    assert ch07.judge(numbers, inputs) == []
+    assert set(numbers) == {"lateral"} and lateral.judge(numbers, inputs) == []
     wrong = _unflatten(flatten(probes.stacked_step({"stacked_step": variant(lateral_writes_state=False)}, inputs)))
-    assert ch07.judge(wrong, inputs)
+    assert lateral.judge(wrong, inputs)

@@ -1,4 +1,6 @@
-"""The chapter-08 checks pass the reference and fail plausible wrong answers."""
+"""The chapter-08 checks pass the reference and fail plausible wrong answers, each in the
+checks of what it breaks, with a message naming it. A record is judged against the step's
+own memory cell, so a step with wrong equations and a faithful record keeps that point."""
 import sys
 
 import numpy as np
@@ -29,7 +31,10 @@ def gate(p, g, x, h):
 # ---------------------------------------------------------------- step functions
 @pytest.mark.parametrize("function", sorted(STEPS))
 def test_reference_cells_pass_their_checks(function):
-    assert problems(f"ch08.{function}", **{function: ref.CELLS[STEPS[function]].step}) == []
+    step = ref.CELLS[STEPS[function]].step
+    for name in (f"ch08.{function}", f"ch08.{function}_gradients"):
+        if name in CHECKS:
+            assert problems(name, **{function: step}) == []
 
 
 def content_with_tanh(p, x, state):
@@ -54,16 +59,6 @@ def computed_outside_dynet(p, x, state):
     return tuple(dy.inputTensor(e.npvalue().reshape(-1, batch), batched=True) for e in (h, c))
 
 
-@pytest.mark.parametrize("wrong", [content_with_tanh, swapped_gates, computed_outside_dynet])
-def test_lstm_minus_srnn_check_fails_wrong_answers(wrong):
-    assert problems("ch08.lstm_minus_srnn_step", lstm_minus_srnn_step=wrong)
-
-
-def test_outside_dynet_is_reported_as_a_gradient_problem():
-    found = problems("ch08.lstm_minus_srnn_step", lstm_minus_srnn_step=computed_outside_dynet)
-    assert any("gradients differ" in p for p in found), found
-
-
 def out_without_tanh(p, x, state):
     h_prev, c_prev = state
     i, f = gate(p, "i", x, h_prev), gate(p, "f", x, h_prev)
@@ -78,12 +73,15 @@ def hidden_without_output_gate(p, x, state):
     return (dy.tanh(c), c)
 
 
-def ran_gates_read_h(p, x, state):
+def ran_gates_read_h(p, x, state, record=None):
     """RAN with the LSTM's wiring: gates read h_{t-1} = tanh(c_{t-1}), not c_{t-1}."""
     h_prev, c_prev = state
     i = dy.logistic(dy.affine_transform([p["b_i"], p["W_ci"], h_prev, p["W_xi"], x]))
     f = dy.logistic(dy.affine_transform([p["b_f"], p["W_cf"], h_prev, p["W_xf"], x]))
-    c = dy.cmult(i, dy.affine_transform([p["b_u"], p["W_xu"], x])) + dy.cmult(f, c_prev)
+    content = dy.affine_transform([p["b_u"], p["W_xu"], x])
+    c = dy.cmult(i, content) + dy.cmult(f, c_prev)
+    if record is not None:
+        record.update(i=i, f=f, content=content)
     return (dy.tanh(c), c)
 
 
@@ -99,15 +97,32 @@ def ran_without_content_bias(p, x, state):
     return (dy.tanh(c), c)
 
 
-@pytest.mark.parametrize("function, wrong", [
-    ("lstm_minus_srnn_out_step", out_without_tanh),
-    ("lstm_minus_srnn_hidden_step", hidden_without_output_gate),
-    ("ran_tanh_step", ran_gates_read_h),
-    ("ran_tanh_step", ran_without_content_bias),
-    ("ran_identity_step", ran_identity_with_tanh),
+def c_right_h_wrong(p, x, state):
+    h, c = ref.lstm_minus_srnn_step(p, x, state)
+    return (2 * h, c)
+
+
+@pytest.mark.parametrize("function, wrong, says", [
+    ("lstm_minus_srnn_step", content_with_tanh, "the content layer is squashed with tanh"),
+    ("lstm_minus_srnn_step", swapped_gates, "the input gate reads the forget gate's parameters"),
+    ("lstm_minus_srnn_step", c_right_h_wrong, "c_t is right up to there, h_t is not"),
+    ("lstm_minus_srnn_out_step", out_without_tanh, "h_t = c_t: eq 10 outputs tanh(c_t)"),
+    ("lstm_minus_srnn_hidden_step", hidden_without_output_gate, "has no output gate"),
+    ("ran_tanh_step", ran_gates_read_h, "in a RAN they read the previous memory cell c_{t-1}"),
+    ("ran_tanh_step", ran_without_content_bias, "b_u is missing from the content layer"),
+    ("ran_identity_step", ran_identity_with_tanh, "outputs the memory cell itself"),
 ])
-def test_step_checks_fail_wrong_answers(function, wrong):
-    assert problems(f"ch08.{function}", **{function: wrong})
+def test_a_wrong_step_fails_its_values_check_only_and_is_named(function, wrong, says):
+    found = problems(f"ch08.{function}", **{function: wrong})
+    assert len(found) == 1 and says in found[0], found
+    if f"ch08.{function}_gradients" in CHECKS:
+        assert problems(f"ch08.{function}_gradients", **{function: wrong}) == []
+
+
+def test_outside_dynet_fails_the_gradients_check_only():
+    assert problems("ch08.lstm_minus_srnn_step", lstm_minus_srnn_step=computed_outside_dynet) == []
+    found = problems("ch08.lstm_minus_srnn_step_gradients", lstm_minus_srnn_step=computed_outside_dynet)
+    assert len(found) == 1 and "outside DyNet" in found[0], found
 
 
 # ---------------------------------------------------------------- record
@@ -118,6 +133,11 @@ RECORDING = {name: ref.CELLS[STEPS[name]].step
 
 def test_reference_cells_record_what_the_weights_need():
     assert problems("ch08.record_gates", **RECORDING) == []
+
+
+def test_a_wrong_step_with_a_faithful_record_keeps_the_record_point():
+    """The issue's wrong-way hint: RAN gates reading h_{t-1} recorded right are not blamed."""
+    assert problems("ch08.record_gates", **{**RECORDING, "ran_tanh_step": ran_gates_read_h}) == []
 
 
 def test_record_check_names_a_step_without_record():
@@ -136,6 +156,26 @@ def test_record_check_fails_gated_content():
 
     found = problems("ch08.record_gates", **{**RECORDING, "lstm_minus_srnn_out_step": records_gated_content})
     assert len(found) == 1 and "record['content']" in found[0], found
+
+
+def test_a_wrong_step_with_a_wrong_record_is_told_about_both():
+    def gated_content_and_wrong_gates(p, x, state, record=None):
+        new_state = ran_gates_read_h(p, x, state, record=record)
+        if record is not None:
+            record["content"] = dy.cmult(record["i"], record["content"])
+        return new_state
+
+    found = problems("ch08.record_gates", **{**RECORDING, "ran_tanh_step": gated_content_and_wrong_gates})
+    assert len(found) == 1 and "does not rebuild your c_t" in found[0], found
+
+    def pre_activation_gate(p, x, state, record=None):
+        new_state = ran_gates_read_h(p, x, state, record=record)
+        if record is not None:
+            record["i"] = dy.affine_transform([p["b_i"], p["W_ci"], state[0], p["W_xi"], x])
+        return new_state
+
+    found = problems("ch08.record_gates", **{**RECORDING, "ran_tanh_step": pre_activation_gate})
+    assert len(found) == 1 and "outside [0, 1]" in found[0], found
 
 
 # ---------------------------------------------------------------- memory_weights
@@ -167,16 +207,18 @@ def transposed(i, f):
 
 def test_memory_weights_reference_passes():
     assert problems("ch08.memory_weights", memory_weights=reference_w) == []
+    assert problems("ch08.memory_weights_saturated", memory_weights=reference_w) == []
 
 
-@pytest.mark.parametrize("wrong, hint", [
-    (product_from_j, "w[t, t] must be i_t"),
-    (by_division, "never by dividing"),
-    (transposed, "indexed [j, t]"),
+@pytest.mark.parametrize("wrong, checks, hint", [
+    (product_from_j, {"ch08.memory_weights", "ch08.memory_weights_saturated"}, "w[t, t] must be i_t"),
+    (by_division, {"ch08.memory_weights_saturated"}, "never by dividing"),
+    (transposed, {"ch08.memory_weights", "ch08.memory_weights_saturated"}, "indexed [j, t]"),
 ])
-def test_memory_weights_check_fails_wrong_answers(wrong, hint):
-    found = problems("ch08.memory_weights", memory_weights=wrong)
-    assert found and any(hint in p for p in found), found
+def test_memory_weights_checks_fail_wrong_answers(wrong, checks, hint):
+    found = {name: p for name in ("ch08.memory_weights", "ch08.memory_weights_saturated")
+             if (p := problems(name, memory_weights=wrong))}
+    assert set(found) == checks and all(any(hint in p for p in ps) for ps in found.values()), found
 
 
 def test_memory_weights_must_return_one_array():

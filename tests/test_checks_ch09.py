@@ -1,4 +1,5 @@
-"""Chapter 09's checks pass the reference answers and fail plausible wrong ones."""
+"""Chapter 09's checks pass the reference answers and fail plausible wrong ones, each in
+the checks of what it breaks, with a message naming it."""
 import warnings
 
 import numpy as np
@@ -70,21 +71,42 @@ def numpy_values(xs, p):
     return [dy.inputTensor(x.npvalue() * mask, batched=True) for x in xs]
 
 
+DROPOUT = ("ch09.dropout_mask", "ch09.dropout_off", "ch09.dropout_gradients")
+
+
+def failing(names, **functions):
+    return {name: found for name in names if (found := problems(name, **functions))}
+
+
+def rate_fixed(xs, p):
+    """Dropout left on at test time: the rate does not follow p, so p = 0 still drops."""
+    d, batch = xs[0].dim()[0][0], xs[0].dim()[1]
+    mask = dy.random_bernoulli((d,), 0.5, 2.0, batch_size=batch)
+    return [dy.cmult(x, mask) for x in xs]
+
+
 def test_variational_dropout_reference_passes():
-    assert problems("ch09.variational_dropout", variational_dropout=variational) == []
+    assert failing(DROPOUT, variational_dropout=variational) == {}
 
 
-@pytest.mark.parametrize("wrong, says", [
-    (new_mask_every_step, "changes from one time step"),
-    (unscaled, "1/(1-p)"),
-    (keeps_with_probability_p, "probability of DROPPING"),
-    (one_mask_for_the_batch, "share a mask"),
-    (one_draw_per_sentence, "kept or dropped together"),
-    (numpy_values, "gradient"),
+@pytest.mark.parametrize("wrong, checks, says", [
+    (new_mask_every_step, {"ch09.dropout_mask"}, "changes from one time step"),
+    (unscaled, {"ch09.dropout_mask"}, "1/(1-p)"),
+    (keeps_with_probability_p, {"ch09.dropout_mask"}, "probability of DROPPING"),
+    (one_mask_for_the_batch, {"ch09.dropout_mask"}, "share a mask"),
+    (one_draw_per_sentence, {"ch09.dropout_mask"}, "kept or dropped together"),
+    (numpy_values, {"ch09.dropout_gradients"}, "gradient"),
+    (rate_fixed, {"ch09.dropout_mask", "ch09.dropout_off"}, "p"),
 ])
-def test_variational_dropout_wrong_answers_fail(wrong, says):
-    found = problems("ch09.variational_dropout", variational_dropout=wrong)
-    assert found and says in " ".join(found), found
+def test_variational_dropout_wrong_answers_fail(wrong, checks, says):
+    found = failing(DROPOUT, variational_dropout=wrong)
+    assert set(found) == checks and all(says in " ".join(p) for p in found.values()), found
+
+
+def test_a_rate_that_ignores_p_is_named():
+    found = failing(DROPOUT, variational_dropout=rate_fixed)
+    assert "it must follow p" in found["ch09.dropout_mask"][0]
+    assert "as at test time" in found["ch09.dropout_off"][0]
 
 
 # --------------------------------------------------------------- Monte Carlo dropout
@@ -111,27 +133,31 @@ def deterministic(model, sentences, samples, p):
     return model.token_logprobs(sentences)
 
 
+MC = ("ch09.mc_average", "ch09.mc_stable", "ch09.mc_model")
+
+
 def test_mc_token_logprobs_reference_passes():
-    assert problems("ch09.mc_token_logprobs", mc_token_logprobs=ch09.reference_mc_token_logprobs) == []
+    assert failing(MC, mc_token_logprobs=ch09.reference_mc_token_logprobs) == {}
 
 
-@pytest.mark.parametrize("wrong, says", [
-    (geometric_mean, "geometric mean"),
-    (naive_average, "log-sum-exp"),
-    (sum_not_mean, "divided by K"),
-    (one_pass_too_many, "stochastic passes"),
-    (deterministic, "exactly"),
+@pytest.mark.parametrize("wrong, checks, says", [
+    (geometric_mean, set(MC), "geometric mean"),
+    (naive_average, {"ch09.mc_stable"}, "log-sum-exp"),
+    (sum_not_mean, set(MC), "divided by K"),
+    (one_pass_too_many, set(MC), "stochastic passes"),
+    (deterministic, set(MC), "exactly"),
 ])
-def test_mc_token_logprobs_wrong_answers_fail(wrong, says):
-    found = problems("ch09.mc_token_logprobs", mc_token_logprobs=wrong)
-    assert found and says in " ".join(found), found
+def test_mc_token_logprobs_wrong_answers_fail(wrong, checks, says):
+    found = failing(MC, mc_token_logprobs=wrong)
+    assert set(found) == checks, found
+    assert all(says in " ".join(p) for name, p in found.items() if name != "ch09.mc_model"), found
 
 
 def test_mc_token_logprobs_is_independent_of_batching():
     """Scoring the sentences one at a time is as right as scoring them together."""
     def one_at_a_time(model, sentences, samples, p):
         return [ch09.reference_mc_token_logprobs(model, [s], samples, p)[0] for s in sentences]
-    assert problems("ch09.mc_token_logprobs", mc_token_logprobs=one_at_a_time) == []
+    assert failing(MC, mc_token_logprobs=one_at_a_time) == {}
 
 
 def test_real_model_half_catches_extra_random_draws():
@@ -143,7 +169,7 @@ def test_real_model_half_catches_extra_random_draws():
         model.token_logprobs(sentences, dropout=p)
         return ch09.reference_mc_token_logprobs(model, sentences, samples, p)
 
-    real = ch09.mc_logprob_inputs()["model"]
+    real = ch09.mc_model_inputs()["model"]
     args = (real["spec"], real["sentences"], real["samples"], real["p"], real["seed"])
     got, want = run_mc(extra_draw, *args), run_mc(ch09.reference_mc_token_logprobs, *args)
     assert not all(np.allclose(a[0], b[0], atol=ch09.MODEL_ATOL) for a, b in zip(got, want))
@@ -151,9 +177,25 @@ def test_real_model_half_catches_extra_random_draws():
     assert all(np.array_equal(a[0], b[0]) for a, b in zip(again, want))
 
 
+def perplexity_problems(perplexity, token_logprobs=ch09.reference_mc_token_logprobs):
+    return problems("ch09.mc_dropout_perplexity", mc_dropout_perplexity=perplexity,
+                    mc_token_logprobs=token_logprobs)
+
+
 def test_mc_dropout_perplexity_reference_passes():
-    assert problems("ch09.mc_dropout_perplexity",
-                    mc_dropout_perplexity=ch09.reference_mc_dropout_perplexity) == []
+    assert perplexity_problems(ch09.reference_mc_dropout_perplexity) == []
+
+
+def test_a_perplexity_built_on_a_wrong_average_is_not_blamed_for_it():
+    """mc_token_logprobs' slip costs its own checks; the perplexity of its values is right."""
+    def perplexity_of(token_logprobs):
+        def perplexity(model, sentences, samples, p):
+            lps = token_logprobs(model, sentences, samples, p)
+            return float(np.exp(-sum(lp.sum() for lp in lps) / sum(len(s) + 1 for s in sentences)))
+        return perplexity
+    assert perplexity_problems(perplexity_of(geometric_mean), geometric_mean) == []
+    assert perplexity_problems(perplexity_of(sum_not_mean), sum_not_mean) == []
+    assert perplexity_problems(words_only, geometric_mean)     # its own slip still fails
 
 
 def words_only(model, sentences, samples, p):
@@ -176,7 +218,7 @@ def single_pass(model, sentences, samples, p):
     (single_pass, "samples"),
 ])
 def test_mc_dropout_perplexity_wrong_answers_fail(wrong, says):
-    found = problems("ch09.mc_dropout_perplexity", mc_dropout_perplexity=wrong)
+    found = perplexity_problems(wrong)
     assert found and says in " ".join(found), found
 
 

@@ -274,3 +274,78 @@ def test_ptb_reader_splits_on_whitespace_and_strips_the_leading_space(tmp_path):
     path.write_text(" no it was n't black monday \n the <unk> rose N N \n")
     assert read_ptb(path) == [["no", "it", "was", "n't", "black", "monday"],
                               ["the", "<unk>", "rose", "N", "N"]]
+
+
+# ---------------------------------------------------------------- WikiText-2 by its sha256
+
+def wikitext_shaped(folder, change=False):
+    """Files named as WikiText-2's, with exactly its line and token counts (so only the
+    sha256 can tell them from the real ones); ``change`` alters one word of valid."""
+    folder.mkdir()
+    for split, expected in corpora.WIKITEXT2.splits.items():
+        per_line, extra = divmod(expected.tokens, expected.lines)
+        lines = [" ".join(["w"] * (per_line + (k < extra))) for k in range(expected.lines)]
+        if change and split == "valid":
+            lines[5] = lines[5].replace("w", "v", 1)
+        (folder / expected.original).write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_a_changed_wikitext_file_is_refused_by_its_sha256(tmp_path):
+    source = wikitext_shaped(tmp_path / "changed", change=True)
+    for split, expected in corpora.WIKITEXT2.splits.items():
+        assert corpora.count_lines_tokens(source / expected.original) == (expected.lines, expected.tokens)
+    dest = tmp_path / "wikitext-2"
+    dest.mkdir()
+    (dest / "valid.txt").write_text("the good copy\n")
+    (dest / "manifest.json").write_text('{"corpus": "wikitext-2"}\n')
+    before = snapshot(dest)
+    with pytest.raises(CorpusError) as err:
+        fetch("wikitext-2", source, dest)
+    message = str(err.value)
+    assert "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8" in message      # valid's
+    assert sha256(source / "wiki.valid.tokens") in message
+    assert snapshot(dest) == before                      # the good copy and its manifest untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["changed", "wikitext-2"]
+
+
+def test_a_known_sha256_decides_alone(tmp_path, monkeypatch):
+    """A file whose sha256 is right is good whatever the counts in the table say."""
+    corpus, folder = tiny_corpus(tmp_path)
+    wrong_counts = {split: SplitFile(f.original, f.sha256, f.lines + 1, f.tokens + 1)
+                    for split, f in corpus.splits.items()}
+    monkeypatch.setitem(corpora.KNOWN, "tiny", KnownCorpus("tiny", "tiny", wrong_counts))
+    dest = fetch("tiny", folder, tmp_path / "dest")
+    assert (dest / "valid.txt").read_text() == TINY["valid"]
+
+
+def test_the_offline_message_names_each_address_tried(tmp_path, monkeypatch):
+    def offline(url, target):
+        raise corpora.urllib.error.URLError("Temporary failure in name resolution")
+    monkeypatch.setattr(corpora, "_download", offline)
+    with pytest.raises(CorpusError) as err:
+        fetch("ptb", dest=tmp_path / "ptb")
+    message = str(err.value)
+    assert "{name}" not in message
+    assert "/data/ptb.train.txt: Temporary failure" in message and "simple-examples.tgz:" in message
+    assert "--from" in message and not (tmp_path / "ptb").exists()
+
+
+# ---------------------------------------------------------------- a text file of one's own
+
+def test_a_single_text_file_splits_in_order_and_reads_as_characters(tmp_path):
+    text = tmp_path / "mine.txt"
+    text.write_text("".join(f"line {k} of text\n\n" for k in range(25)))
+    assert corpora.is_text_file(text) and not corpora.is_text_file(tmp_path)
+    splits = {s: read_corpus(text, s) for s in corpora.SPLITS}
+    assert [len(splits[s]) for s in corpora.SPLITS] == [21, 2, 2]
+    assert splits["train"][0] == ["line", "0", "of", "text"] and splits["test"][-1][1] == "24"
+    assert read_corpus(text, "valid", unit="char")[0] == list("line 21 of text")
+    before = corpora.fingerprint(text)
+    text.write_text(text.read_text() + "one more\n")
+    assert corpora.fingerprint(text) != before
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    with pytest.raises(CorpusError, match="2 non-blank line.*at least 3"):
+        read_corpus(tmp_path / "two.txt", "train")
+    with pytest.raises(CorpusError, match="unit must be one of word, char"):
+        read_corpus(text, "train", unit="byte")

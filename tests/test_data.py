@@ -2,8 +2,9 @@ import gzip
 
 import pytest
 
-from course.data import (BOS, EOS, UNK, DataError, Vocab, encode, make_batch, make_batches,
-                         read_sentences, shuffled)
+from course.data import (BOS, EOS, UNK, DataError, Vocab, as_characters, encode, fingerprint,
+                         first_tokens, make_batch, make_batches, read_sentences, shuffled, split_long,
+                         write_atomic)
 
 
 def test_read_txt_and_gz_give_the_same_sentences(tmp_path):
@@ -86,3 +87,43 @@ def test_shuffling_is_reproducible_and_changes_with_the_epoch():
     assert shuffled(items, seed=3, epoch=1) == shuffled(items, seed=3, epoch=1)
     assert shuffled(items, seed=3, epoch=1) != shuffled(items, seed=3, epoch=2)
     assert sorted(shuffled(items, seed=3, epoch=1)) == items
+
+
+def test_long_sentences_are_cut_into_pieces_of_the_limit():
+    pieces, n_cut = split_long([["a"] * 7, ["b"] * 3], 3)
+    assert n_cut == 1 and pieces == [["a"] * 3, ["a"] * 3, ["a"], ["b"] * 3]
+    with pytest.raises(DataError, match="positive integer"):
+        split_long([["a"]], 0)
+
+
+def test_first_tokens_takes_whole_sentences_up_to_the_budget():
+    sentences = [["a"] * 4, ["b"] * 4, ["c"] * 4]
+    assert first_tokens(sentences, 9) == sentences[:2]
+    assert first_tokens(sentences, 2) == sentences[:1]            # never nothing
+
+
+def test_a_positions_cap_makes_batches_of_long_sentences_smaller():
+    v = Vocab.build([["w"]])
+    ids = [[3] * n for n in (2, 2, 2, 2, 9, 9, 9, 9)]
+    assert [b.size for b in make_batches(ids, v, 4)] == [4, 4]
+    capped = make_batches(ids, v, 4, max_positions=20)
+    assert [b.size for b in capped] == [4, 2, 2]                  # 10 steps x 2 sentences = 20
+    assert sorted(i for b in capped for i in b.order) == list(range(8))
+    assert all(len(b.targets) * b.size <= 20 for b in capped)
+
+
+def test_fingerprints_and_atomic_writes(tmp_path):
+    assert fingerprint([["a", "b"]]) != fingerprint([["a b"]]) != fingerprint([["a"], ["b"]])
+    assert fingerprint([["a"]], [["b"]]) != fingerprint([["a"], ["b"]])
+    assert Vocab.build([["x", "y"]]).sha256() == Vocab.build([["x", "y"]]).sha256() != \
+        Vocab.build([["x", "z"]]).sha256()
+    write_atomic(tmp_path / "f.json", "one\n")
+    write_atomic(tmp_path / "f.json", "two\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"] and (tmp_path / "f.json").read_text() == "two\n"
+
+
+def test_characters_and_one_string_per_distinct_token(tmp_path):
+    assert as_characters([["ab", "c"]]) == [["a", "b", " ", "c"]]
+    (tmp_path / "a.txt").write_text("the cat\nthe dog\n")
+    first, second = read_sentences(tmp_path / "a.txt")
+    assert first[0] is second[0]                                 # a large corpus keeps one copy

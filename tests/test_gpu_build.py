@@ -342,8 +342,8 @@ def test_patch_is_well_formed_and_explains_itself(patch):
 
 
 def _cached_sdist() -> Path | None:
-    downloads = ROOT / "build" / "dynet-gpu" / "downloads"
-    hits = sorted(downloads.glob("[dD][yY][nN][eE][tT]-2.1.2.tar.gz")) if downloads.is_dir() else []
+    """The sdist as gpu/build.sh keeps it (build/dynet-gpu/, or gpu/prepare_carry.sh's build/dynet-gpu-carry/)."""
+    hits = sorted((ROOT / "build").glob("dynet-gpu*/downloads/[dD][yY][nN][eE][tT]-2.1.2.tar.gz"))
     return hits[0] if hits else None
 
 
@@ -362,5 +362,54 @@ def test_patches_apply_cleanly_to_the_pristine_source(tmp_path):
         assert done.returncode == 0, f"{patch.name}: {done.stdout}{done.stderr}"
         assert "offset" not in done.stdout and "fuzz" not in done.stdout, f"{patch.name} applies only loosely"
     cmake = (source / "dynet" / "CMakeLists.txt").read_text()
-    assert "arch=compute_30" not in cmake and "CUDA_ARCHS" in cmake
+    assert "arch=compute_30" not in cmake and "CUDA_ARCHS" in cmake and "if(NOT DEFINED CUDA_PTX OR CUDA_PTX)" in cmake
+    top = (source / "CMakeLists.txt").read_text()
+    assert "-O${RELEASE_OPT_LEVEL} -march=native" not in top and "-march=${DYNET_MARCH}" in top and 'set(DYNET_MARCH "native")' in top
     assert "prop.memoryClockRate" not in (source / "dynet" / "cuda.cc").read_text()
+
+
+# --- the scripts for a lent GPU machine ----------------------------------------------------
+
+ON_DEVICE = GPU / "on_device.sh"
+
+
+@pytest.mark.parametrize("script", ["on_device.sh", "prepare_carry.sh"])
+def test_device_scripts_are_valid_bash(script):
+    subprocess.run([BASH, "-n", str(GPU / script)], check=True)
+
+
+def _device_copy(tmp_path: Path) -> Path:
+    """on_device.sh in an empty checkout (no .carry/), so that nothing of this one is touched."""
+    (tmp_path / "gpu").mkdir()
+    shutil.copy(ON_DEVICE, tmp_path / "gpu" / "on_device.sh")
+    return tmp_path / "gpu" / "on_device.sh"
+
+
+def test_on_device_without_the_carry_stops_at_setup_and_says_why(tmp_path):
+    script, out = _device_copy(tmp_path), tmp_path / "out"
+    done = subprocess.run([BASH, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OUT": str(out)})
+    assert done.returncode != 0
+    summary = (out / "summary.md").read_text()
+    assert "- setup: FAILED" in summary and "nothing else was run" in summary
+    assert "not ok yet on this machine: setup smoke tests grading speed" in summary
+    assert "run gpu/prepare_carry.sh" in done.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["logs.tar.gz", "summary.md"]
+    assert not (tmp_path / "build" / "device" / "venv").exists()
+
+
+def test_on_device_starts_no_step_that_the_time_left_cannot_hold(tmp_path):
+    script, out = _device_copy(tmp_path), tmp_path / "out"
+    done = subprocess.run([BASH, str(script), "speed"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OUT": str(out), "DEVICE_BUDGET_S": "30"})
+    assert done.returncode != 0
+    summary = (out / "summary.md").read_text()
+    assert "steps setup speed" in summary           # setup goes first by itself
+    assert "- setup: not started, " in summary and "run `bash gpu/on_device.sh setup`" in summary
+
+
+def test_on_device_refuses_an_unknown_step(tmp_path):
+    done = subprocess.run([BASH, str(_device_copy(tmp_path)), "bench"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "OUT": str(tmp_path / "out")})
+    assert done.returncode == 2
+    assert "unknown step 'bench': choose from setup smoke tests grading speed" in done.stdout

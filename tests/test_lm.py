@@ -128,12 +128,73 @@ def test_training_updates_every_parameter_of_a_hand_written_cell(tiny_corpus):
     assert not unchanged, f"parameters never updated: {unchanged}"
 
 
-def test_hand_written_cells_resolve_by_name_and_builders_keep_theirs():
+def test_cells_by_name_are_builders_or_files_never_the_graded_reference(tmp_path):
     assert lm.resolve_cell("lstm") == "lstm"
-    assert lm.resolve_cell("hand-lstm").name == "lstm"
-    assert lm.resolve_cell("ran-tanh", {"forget_bias": 2.0}).name == "ran-tanh"
-    with pytest.raises(ValueError, match="unknown cell"):
-        lm.resolve_cell("lstm-typo")
+    for name in ("hand-lstm", "ran-tanh", "lstm-typo"):
+        with pytest.raises(ValueError, match="unknown cell .*file.py:lstm_step"):
+            lm.resolve_cell(name)
+    source = (tmp_path / "cells.py")
+    source.write_text(CELLS)
+    one, two = lm.resolve_cell(f"{source}:elman_step"), lm.resolve_cell(f"{source}:pair_step")
+    assert (one.n_state, two.n_state) == (1, 2)          # found by running one step
+    assert two.init("b_keep", (3,)) == [1.0] * 3 and two.init("W_x", (3, 2)) is None   # pair_init
+    assert one.name == "cells.py:elman_step" and lm.resolve_cell(f"{source}:ran_identity_step").n_state == 1
+    for spec, says in [(f"{source}:missing_step", "defines no function missing_step"),
+                       (f"{source}:lonely_step", "defines no lonely_shapes"),
+                       (f"{source}:broken_step", r"not return a state .*ZeroDivisionError.*line \d+ of cells.py"),
+                       (f"{source}:elman", "name a step function"),
+                       (f"{tmp_path}/none.py:a_step", "there is no file")]:
+        with pytest.raises(ValueError, match=says):
+            lm.resolve_cell(spec)
+
+
+CELLS = '''
+from course import runtime
+dy = runtime.dynet()
+
+
+def elman_shapes(d_in, d_h):
+    return {"W_x": (d_h, d_in), "W_h": (d_h, d_h), "b": (d_h,)}
+
+
+def elman_step(p, x, state):
+    (h,) = state
+    return (dy.tanh(dy.affine_transform([p["b"], p["W_x"], x, p["W_h"], h])),)
+
+
+def pair_shapes(d_in, d_h):
+    return {"W_x": (d_h, d_in), "b_keep": (d_h,)}
+
+
+def pair_init(name, shape):
+    return [1.0] * shape[0] if name == "b_keep" else None
+
+
+def pair_step(p, x, state):
+    h, c = state
+    c = dy.cmult(dy.logistic(p["b_keep"]), c) + p["W_x"] * x
+    return (dy.tanh(c), c)
+
+
+def ran_shapes(d_in, d_h):
+    return elman_shapes(d_in, d_h)
+
+
+def ran_identity_step(p, x, state):
+    return elman_step(p, x, state)
+
+
+def lonely_step(p, x, state):
+    return state
+
+
+def broken_shapes(d_in, d_h):
+    return {"W": (d_h, d_in)}
+
+
+def broken_step(p, x, state):
+    return 1 / 0
+'''
 
 
 def test_dropout_changes_training_scores_but_not_evaluation(tiny_corpus):
@@ -170,3 +231,93 @@ def test_builder_lstm_forget_bias_is_a_setting_and_survives_a_checkpoint(tiny_co
     zero.save(tmp_path / "z")
     assert lm.evaluate(lm.RNNLM.load(tmp_path / "z"), tiny_corpus[:5]) == \
         pytest.approx(lm.evaluate(zero, tiny_corpus[:5]))
+
+
+@pytest.mark.parametrize("cell, dropout", [("lstm", 0.0), ("gru", 0.4)])
+def test_the_softmax_in_chunks_gives_the_same_loss_and_gradients(tiny_corpus, monkeypatch, cell, dropout):
+    """Beyond SOFTMAX_BUDGET a batch's softmax runs a chunk at a time: same numbers."""
+    v = Vocab.build(tiny_corpus)
+    model = lm.RNNLM(v, cell, embed=6, hidden=5, layers=2)
+    ids, _ = encode(tiny_corpus[:9], v)
+    batch = make_batch(ids, v)
+    sgd = dy.SimpleSGDTrainer(model.pc, 0.0)          # update() only clears the gradients
+
+    def step():
+        dy.reset_random_seed(7)                      # the same dropout masks
+        loss = model.train_step(batch, dropout, 0.25)
+        grads = [p.grad_as_array().copy() for p in model.pc.parameters_list()] + \
+                [p.grad_as_array().copy() for p in model.pc.lookup_parameters_list()]
+        sgd.update()
+        return loss, grads
+    whole, whole_grads = step()
+    monkeypatch.setattr(lm, "SOFTMAX_BUDGET", 2 * len(v))
+    monkeypatch.setattr(lm, "SOFTMAX_CHUNK", 3 * len(v))     # chunks of 3 positions
+    chunked, chunked_grads = step()
+    assert chunked == pytest.approx(whole, rel=1e-6)
+    assert max(np.abs(g).max() for g in whole_grads) > 0.01
+    for a, b in zip(whole_grads, chunked_grads):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    # and evaluation, in chunks and in batches capped by EVAL_POSITIONS
+    monkeypatch.setattr(lm, "EVAL_POSITIONS", 12)
+    chunked_logprobs = model.sentence_logprobs(tiny_corpus, batch_size=8)
+    monkeypatch.undo()
+    np.testing.assert_allclose(chunked_logprobs, model.sentence_logprobs(tiny_corpus, batch_size=8), atol=1e-5)
+
+
+def test_a_stopped_run_continues_exactly(tiny_corpus):
+    """Stop mid-epoch, continue from the saved TrainState: the same parameters and rows
+    as a run that never stopped (SGD, dropout with per-batch seeds)."""
+    settings = dict(epochs=2, batch_size=4, optimizer="sgd", lr=0.5, dropout=0.3, seed=3,
+                    progress=False, log=None, resumable=True)
+
+    def fresh():
+        runtime.init(seed=4)
+        return lm.RNNLM(Vocab.build(tiny_corpus), "lstm", embed=6, hidden=6)
+    whole = fresh()
+    rows = lm.train(whole, tiny_corpus, tiny_corpus[:10], **settings)
+
+    stopped, saved = fresh(), []
+    calls = iter(range(10_000))
+    lm.train(stopped, tiny_corpus, tiny_corpus[:10], stop=lambda: next(calls) == 21,
+             on_save=lambda state, improved: saved.append(state), **settings)
+    state = saved[-1]
+    assert state.epoch == 2 and 0 < state.batch < 15       # stopped in the middle of epoch 2
+    runtime.init(seed=99)                            # another process's random state
+    again = lm.train(stopped, tiny_corpus, tiny_corpus[:10], resume=state, **settings)
+    assert [{k: r[k] for k in ("train_ppl", "valid_ppl", "lr")} for r in again] == \
+        [{k: r[k] for k in ("train_ppl", "valid_ppl", "lr")} for r in rows]
+    for a, b in zip(whole.pc.parameters_list(), stopped.pc.parameters_list()):
+        np.testing.assert_array_equal(a.as_array(), b.as_array())
+
+
+def test_a_diverging_loss_stops_training_with_a_clear_error(tiny_corpus):
+    model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=4, hidden=4)
+    model.W_hs.set_value(np.full((len(model.vocab), 4), np.nan))
+    with pytest.raises(lm.TrainingDiverged, match="lower the learning rate"):
+        lm.train(model, tiny_corpus, epochs=1, progress=False, log=None)
+    assert lm.perplexity(1e6, 1) == math.inf          # an overflow is infinite, not an error
+
+
+@pytest.mark.parametrize("keep", [0.99, 0.6])
+def test_a_damaged_checkpoint_is_refused_naming_the_file(tiny_corpus, tmp_path, keep):
+    model = lm.RNNLM(Vocab.build(tiny_corpus), "gru", embed=4, hidden=4)
+    record = model.save(tmp_path / "m", {"corpus": "tiny"})
+    assert record["corpus"] == "tiny" and len(record["params_sha256"]) == 64
+    again = lm.RNNLM.load(tmp_path / "m")
+    assert lm.evaluate(again, tiny_corpus) == pytest.approx(lm.evaluate(model, tiny_corpus))
+    params = tmp_path / "m" / "params.dy"
+    params.write_bytes(params.read_bytes()[:int(params.stat().st_size * keep)])
+    with pytest.raises(lm.CheckpointError, match=f"{params}.*does not match the checksum"):
+        lm.RNNLM.load(tmp_path / "m")
+
+
+def test_a_checkpoint_with_another_vocabulary_or_config_is_refused(tiny_corpus, tmp_path):
+    model = lm.RNNLM(Vocab.build(tiny_corpus), "gru", embed=4, hidden=4)
+    model.save(tmp_path / "m")
+    (tmp_path / "m" / "vocab.json").write_text(json.dumps(model.vocab.tokens[::-1][-3:][::-1] + ["x"]))
+    with pytest.raises(lm.CheckpointError, match="vocab.json is not this model's vocabulary"):
+        lm.RNNLM.load(tmp_path / "m")
+    model.save(tmp_path / "m")
+    (tmp_path / "m" / "config.json").write_text('{"cell": "gru", "colour": 1}')
+    with pytest.raises(lm.CheckpointError, match="config.json is not a model configuration"):
+        lm.RNNLM.load(tmp_path / "m")

@@ -169,3 +169,21 @@ def test_ptb_perplexities_land_in_the_published_range():
     assert 170 < bigram < 240
     assert 141 < trigram < 185
     assert trigram < bigram < unigram
+
+
+def test_the_yardstick_uses_the_models_vocabulary_and_is_computed_once(tmp_path, monkeypatch):
+    from course import ngram
+    monkeypatch.setenv("COURSE_CACHE", str(tmp_path))
+    train, valid, test = markov_corpus(300, 1), markov_corpus(50, 2), markov_corpus(50, 3)
+    vocab = Vocab.build(train, max_size=15)                     # rarer words become <unk>
+    numbers = ngram.yardstick(train, valid, vocab, {"valid": valid, "test": test})
+    assert set(numbers) == {"unigram", "Kneser-Ney trigram"}
+    expected = fit(train, valid, "kn", 3, vocab=vocab).perplexity(test)
+    assert numbers["Kneser-Ney trigram"]["test"] == pytest.approx(expected)
+    assert numbers["Kneser-Ney trigram"]["test"] < numbers["unigram"]["test"]
+    assert len(list((tmp_path / "yardstick").glob("*.json"))) == 1
+
+    monkeypatch.setattr(ngram, "fit", lambda *a, **k: pytest.fail("computed again"))
+    assert ngram.yardstick(train, valid, vocab, {"valid": valid, "test": test}) == numbers
+    with pytest.raises(pytest.fail.Exception):                   # other data: computed
+        ngram.yardstick(train[1:], valid, vocab, {"valid": valid})

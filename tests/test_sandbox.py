@@ -6,10 +6,11 @@ import textwrap
 import pytest
 
 from autograder import landlock, trusted
-from autograder.reference import cells, grading
+from autograder.reference import cells, steps
 from tests.conftest import ROOT
 
-CHECK = grading.step_check("test.gru_step", "gru_step", lambda: cells.GRU)
+CHECK = steps.gradients_check("test.gru_step", "gru_step", "gru", seed=20261122)
+CHECKS = {name: steps.gradients_check(name, "gru_step", "gru", seed=seed) for name, seed in (("test.a", 1), ("test.b", 2))}
 LIMITS = trusted.Limits(wall_s=30, cpu_s=30, memory_mb=3000)
 
 
@@ -53,7 +54,7 @@ def test_numpy_instead_of_dynet_fails_on_gradients(correct):
 
 @pytest.mark.skipif(not landlock.available(), reason="Landlock is not available on this kernel")
 @pytest.mark.parametrize("target", ["autograder/reference/cells.py", "solutions", "autograder/heldout",
-                                    "tests/conftest.py"])
+                                    "tests/conftest.py", "autograder/probes/__init__.py", "course/lm.py"])
 def test_student_code_cannot_read_reference_or_grader_files(correct, target):
     path = str(ROOT / target)
     snoop = f"\nimport os\nos.listdir({path!r}) if os.path.isdir({path!r}) else open({path!r}).read()\n"
@@ -67,10 +68,42 @@ def test_student_code_cannot_import_the_reference(correct):
     assert "Error" in errors.get("cell:gru_step", "")
 
 
-def test_an_endless_loop_is_stopped_with_a_reason():
+def test_an_endless_loop_costs_its_cell_its_time_limit_only():
     problems, _, notes = run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
-                             trusted.Limits(wall_s=5, cpu_s=60, memory_mb=3000))
-    assert problems and any("wall time" in n for n in notes)
+                             trusted.Limits(cell_s=3, wall_s=60, cpu_s=60, memory_mb=3000))
+    assert problems and any("time limit" in n for n in notes)
+
+
+def test_an_endless_loop_in_a_probe_costs_that_check_only(correct):
+    """The first check's probe loops; the second check, on the same function, is still graded."""
+    inputs = {name: c.make_inputs() for name, c in CHECKS.items()}
+    first, second = sorted(CHECKS)
+    marker = float(inputs[first]["params"]["W_xr"][0, 0])          # only the first check's inputs loop
+    looping = correct + f"\n_real = gru_step\ndef gru_step(p, x, state):\n" \
+        f"    while abs(float(p['W_xr'].npvalue()[0, 0]) - {marker!r}) < 1e-6:\n        pass\n" \
+        "    return _real(p, x, state)\n"
+    probes = [{"check": name, "probe": c.probe, "functions": list(c.functions)} for name, c in CHECKS.items()]
+    numbers, errors, notes, _ = trusted.run_sandbox([("gru_step", looping)], probes, inputs,
+                                                    trusted.Limits(check_s=4, wall_s=90))
+    assert "time limit" in errors[first] and second in numbers, (errors, notes)
+
+
+def test_patching_the_probes_is_caught(correct):
+    problems, _, notes = run(correct + "\nimport autograder.probes as P\nP.run_step = lambda s, i: {}\n")
+    assert problems and any("changed autograder.probes.run_step" in n for n in notes)
+
+
+def test_no_datagram_leaves_the_sandbox(correct):
+    import socket
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.settimeout(1)
+    port = listener.getsockname()[1]
+    send = f"\nimport socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))\n"
+    _, errors, _ = run(correct + send)
+    with pytest.raises(socket.timeout):
+        listener.recvfrom(10)
+    assert "OSError" in errors.get("cell:gru_step", ""), errors
 
 
 def test_exiting_the_process_costs_only_this_submission():

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+#: probes whose sandbox result is a traced program (autograder/probes/trace.py), not numbers
+TRACED = {"autograder.probes:step": "autograder.probes.trace:trace_step"}
 ATOL = 1e-5          # outputs: max abs difference (float32 arithmetic in DyNet)
 GRAD_RTOL = 1e-4     # gradients: relative to the largest reference gradient
 
@@ -34,12 +36,16 @@ def make_inputs(shapes: dict, n_state: int, d_in: int = 5, d_h: int = 4, batch: 
     }
 
 
+def dynet():
+    from course import runtime
+    return runtime.dynet()
+
+
 def parameters(values: dict):
     """The grader's values as DyNet parameters, in a fresh computation graph:
     ``(pc, P, p)`` with ``P`` the parameters (to read gradients from; ``pc`` keeps
     them alive) and ``p`` their trainable expressions (what a student's function gets)."""
-    from course import runtime
-    dy = runtime.dynet()
+    dy = dynet()
     dy.renew_cg()
     pc = dy.ParameterCollection()
     P = {name: pc.add_parameters(value.shape, init=dy.NumpyInitializer(value)) for name, value in values.items()}
@@ -47,27 +53,37 @@ def parameters(values: dict):
     return pc, P, p
 
 
-def run_step(step, inputs: dict) -> dict:
-    """Run ``step`` over the inputs; return states and parameter gradients."""
-    from course import runtime
-    dy = runtime.dynet()
-    pc, P, p = parameters(inputs["params"])
-    state = tuple(dy.inputTensor(s, batched=True) for s in inputs["state0"])
-    states, loss_terms = [], []
-    for t, x in enumerate(inputs["xs"]):
-        state = step(p, dy.inputTensor(x, batched=True), state)
-        if not isinstance(state, tuple) or len(state) != len(inputs["state0"]):
-            raise TypeError(f"the step function must return a tuple of {len(inputs['state0'])} "
-                            f"expression(s), got {type(state).__name__}")
-        states.append(state)
-        loss_terms.append(dy.dot_product(dy.inputTensor(inputs["projection"][t]), state[0]))
-    loss = dy.sum_batches(dy.esum(loss_terms))
+def check_state(state, n_state: int):
+    if not isinstance(state, tuple) or len(state) != n_state:
+        raise TypeError(f"the step function must return a tuple of {n_state} expression(s), "
+                        f"got {type(state).__name__}")
+
+
+def measure(states: list, P: dict, inputs: dict) -> dict:
+    """Every state at every step and, through a fixed random projection of the
+    outputs as the loss, every parameter's gradient, as NumPy arrays."""
+    dy = dynet()
+    loss = dy.sum_batches(dy.esum([dy.dot_product(dy.inputTensor(inputs["projection"][t]), state[0])
+                                   for t, state in enumerate(states)]))
     loss.forward()
     loss.backward()
     return {
         "states": np.array([[s.npvalue().reshape(s.dim()[0][0], -1) for s in st] for st in states]),
         "grads": {name: param.grad_as_array() for name, param in P.items()},
     }
+
+
+def run_step(step, inputs: dict) -> dict:
+    """Run ``step`` over the inputs in this process; return states and parameter gradients."""
+    dy = dynet()
+    pc, P, p = parameters(inputs["params"])
+    state = tuple(dy.inputTensor(s, batched=True) for s in inputs["state0"])
+    states = []
+    for x in inputs["xs"]:
+        state = step(p, dy.inputTensor(x, batched=True), state)
+        check_state(state, len(inputs["state0"]))
+        states.append(state)
+    return measure(states, P, inputs)
 
 
 def compare(got: dict, expected: dict, atol: float = ATOL, grad_rtol: float = GRAD_RTOL) -> list[str]:

@@ -91,5 +91,6 @@ def mode_name(residual) -> str:
 
 
 def stacked_step(functions: dict, inputs: dict) -> dict:
-    """The student's stack in every residual mode: ``{"none": ..., "vertical": ..., "lateral": ...}``."""
-    return {mode_name(m): run_stack(functions["stacked_step"], inputs, m) for m in MODES}
+    """The student's stack in the residual modes ``inputs["modes"]`` (default: all):
+    ``{"none": ..., "vertical": ..., "lateral": ...}``."""
+    return {mode_name(m): run_stack(functions["stacked_step"], inputs, m) for m in inputs.get("modes", MODES)}

@@ -36,7 +36,9 @@ def most_influential(functions: dict, inputs: dict) -> dict:
 
 
 def record_gates(functions: dict, inputs: dict) -> dict:
-    """What each step function stores in ``record``: ``{"NAME.KEY": (steps, d_h, batch)}``.
+    """What each step function stores in ``record``: ``{"NAME.KEY": (steps, d_h, batch)}``,
+    and its own memory cell, ``"NAME.c"`` at every step and ``"NAME.c0"`` at the start
+    (so the judge can check that the record rebuilds the step's own c_t).
 
     ``"NAME.accepts_record"`` is 1.0 when the function has a ``record`` parameter
     (else nothing else is reported for it); a key it did not store is left out.
@@ -53,11 +55,14 @@ def record_gates(functions: dict, inputs: dict) -> dict:
         dy.renew_cg()
         p = {k: dy.inputTensor(v) for k, v in case["params"].items()}
         state = tuple(dy.inputTensor(s, batched=True) for s in case["state0"])
-        steps = []
+        steps, cells = [], []
         for x in case["xs"]:
             record = {}
             state = step(p, dy.inputTensor(x, batched=True), state, record=record)
             steps.append(record)
+            cells.append(state[1].npvalue().reshape(state[1].dim()[0][0], -1))
+        out[f"{name}.c"] = np.array(cells)
+        out[f"{name}.c0"] = np.asarray(case["state0"][1], dtype=float)
         for key in RECORDED:
             if all(key in r for r in steps):
                 out[f"{name}.{key}"] = np.array(

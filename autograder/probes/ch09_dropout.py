@@ -111,29 +111,42 @@ def variational_dropout(functions: dict, inputs: dict) -> dict:
     return numbers
 
 
-def mc_token_logprobs(functions: dict, inputs: dict) -> dict:
-    """The Monte Carlo log-probabilities on the scripted scorer and on the small model."""
-    fn = functions["mc_token_logprobs"]
-    scripted = inputs["scripted"]
+def _scripted_logprobs(fn, scripted: dict) -> dict:
     scorer = ScriptedScorer(scripted["sentences"], scripted["deterministic"], scripted["passes"])
     got = fn(scorer, scripted["sentences"], scripted["samples"], scripted["p"])
-    real = inputs["model"]
+    return {**flat(got), "count": float(len(got)), "calls": scorer.calls.astype(float),
+            "dropouts": np.array(sorted(scorer.dropouts))}
+
+
+def _model_logprobs(fn, real: dict) -> dict:
     model_runs = run_mc(fn, real["spec"], real["sentences"], real["samples"], real["p"], real["seed"])
-    return {
-        "scripted": {**flat(got), "count": float(len(got)), "calls": scorer.calls.astype(float),
-                     "dropouts": np.array(sorted(scorer.dropouts))},
-        "model": {**flat([lp for run in model_runs for lp in run]),
-                  "count": np.array([len(run) for run in model_runs], dtype=float)},
-    }
+    return {**flat([lp for run in model_runs for lp in run]),
+            "count": np.array([len(run) for run in model_runs], dtype=float)}
+
+
+def mc_token_logprobs(functions: dict, inputs: dict) -> dict:
+    """The Monte Carlo log-probabilities on the scripted scorer and/or the small model
+    (whichever the inputs hold)."""
+    fn = functions["mc_token_logprobs"]
+    out = {}
+    if "scripted" in inputs:
+        out["scripted"] = _scripted_logprobs(fn, inputs["scripted"])
+    if "model" in inputs:
+        out["model"] = _model_logprobs(fn, inputs["model"])
+    return out
 
 
 def mc_dropout_perplexity(functions: dict, inputs: dict) -> dict:
-    """The Monte Carlo perplexity on the scripted scorer and on the small model."""
-    fn = functions["mc_dropout_perplexity"]
+    """The Monte Carlo perplexity on the scripted scorer and on the small model, and the
+    student's own ``mc_token_logprobs`` on the same (so the judge can tell a wrong
+    perplexity from a wrong average)."""
+    fn, token_fn = functions["mc_dropout_perplexity"], functions["mc_token_logprobs"]
     scripted = inputs["scripted"]
     scorer = ScriptedScorer(scripted["sentences"], scripted["deterministic"], scripted["passes"])
     ppl = fn(scorer, scripted["sentences"], scripted["samples"], scripted["p"])
     real = inputs["model"]
     model_ppls = run_mc(fn, real["spec"], real["sentences"], real["samples"], real["p"], real["seed"])
     return {"scripted": float(ppl), "calls": scorer.calls.astype(float),
-            "model": np.array(model_ppls, dtype=float)}
+            "model": np.array(model_ppls, dtype=float),
+            "own_scripted": _scripted_logprobs(token_fn, scripted),
+            "own_model": _model_logprobs(token_fn, real)}

@@ -95,5 +95,7 @@ def judge_mlp_nll(numbers: dict, inputs: dict) -> list[str]:
 
 CHECKS = [
     Check("ch00.mlp_nll", ("mlp_nll",), mlp_inputs, "autograder.probes.ch00_dynet_primer:mlp_nll",
-          judge_mlp_nll),
+          judge_mlp_nll, about="4 inputs, 5 hidden units, 3 classes, a batch of 7 (every class present), "
+                               "random non-zero weights; the loss and every parameter's gradient",
+          lecture=("00_dynet_primer", "4 · Forward, backward, update"), visible="mlp_nll_tests"),
 ]

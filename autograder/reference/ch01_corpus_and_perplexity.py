@@ -167,7 +167,13 @@ def judge_bigram_probs(numbers: dict, inputs: dict) -> list[str]:
 
 CHECKS = [
     Check("ch01.perplexity", ("perplexity",), perplexity_inputs,
-          "autograder.probes.ch01_corpus_and_perplexity:perplexity", judge_perplexity),
+          "autograder.probes.ch01_corpus_and_perplexity:perplexity", judge_perplexity,
+          about="four sets of 1 to 12 sentences of 0 to 30 words (an empty sentence among them) with "
+                "random log-probabilities", lecture=("01_corpus_and_perplexity", "4 · Perplexity"),
+          visible="perplexity_tests"),
     Check("ch01.bigram_probs", ("bigram_probs",), bigram_inputs,
-          "autograder.probes.ch01_corpus_and_perplexity:bigram_probs", judge_bigram_probs),
+          "autograder.probes.ch01_corpus_and_perplexity:bigram_probs", judge_bigram_probs,
+          about="26 sentences (an empty one among them) over a 12-token vocabulary, so rarer words are "
+                "<unk>; alpha = 1, 0.1 and 0.5", lecture=("01_corpus_and_perplexity", "5 · N-gram baselines"),
+          visible="bigram_probs_tests"),
 ]

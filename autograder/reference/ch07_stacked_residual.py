@@ -12,11 +12,18 @@ returns ``(top_output, new_states)``:
   replaces the layer's h in the state passed to the next time step (Odyssey:
   its eq 6 becomes h_t = o_t * tanh(c_t) + x_t).
 
-``ch07.stacked_step`` runs a 3-layer stack of mixed layers (two-vector and
-one-vector states) from a non-zero state over several steps in each mode, and
-compares the top outputs, every layer's state and every gradient with
-:func:`reference_stacked_step`. The probe is
-:mod:`autograder.probes.ch07_stacked_residual`.
+Four checks run a 3-layer stack of mixed layers (two-vector and one-vector states;
+d = 4, a batch of 3) from a non-zero state over 4 steps and compare with
+:func:`reference_stacked_step`:
+
+* ``ch07.stacked``, ``ch07.residual_vertical``, ``ch07.residual_lateral``: the
+  top outputs and every layer's state at every step in one mode (None,
+  "vertical", "lateral"), so a slip in one kind of residual costs that mode only;
+  a known slip is named;
+* ``ch07.stacked_gradients``: every parameter's gradient in every mode where the
+  values are right (relative 1e-4); where they are not, only that gradients flow.
+
+The probe is :mod:`autograder.probes.ch07_stacked_residual`.
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ import numpy as np
 
 from autograder.probes import ch07_stacked_residual as probes
 from autograder.reference.grading import Check
+from autograder.reference.steps import DYNET_GRADIENTS
 
 ATOL = 1e-5          # outputs and states: max abs difference (float32 arithmetic in DyNet)
 GRAD_RTOL = 1e-4     # gradients: relative to the largest reference gradient
@@ -68,7 +76,8 @@ def _differs(got, want, atol=ATOL) -> bool:
     return got.shape != want.shape or not np.abs(got - want).max() <= atol
 
 
-def compare_mode(got: dict, want: dict) -> list[str]:
+def compare_values(got: dict, want: dict) -> list[str]:
+    """Top outputs and states of one mode (gradients aside)."""
     if np.shape(got["outputs"]) != want["outputs"].shape:
         return [f"the top output has shape {np.shape(got['outputs'])[1:]} per step (d, batch), "
                 f"expected {want['outputs'].shape[1:]}"]
@@ -84,27 +93,103 @@ def compare_mode(got: dict, want: dict) -> list[str]:
         if bad:
             problems.append(f"the new state of {', '.join(bad)} differs from step {t + 1} on")
             break
-    wrong = []
-    for k, (key, layer) in enumerate(want["grads"].items()):
-        for name, expected in layer.items():
-            have = np.asarray(got["grads"].get(key, {}).get(name, np.zeros_like(expected)))
-            if have.shape != expected.shape or \
-                    not np.abs(have - expected).max() / max(np.abs(expected).max(), 1e-8) <= GRAD_RTOL:
-                wrong.append(f"layer {k + 1} {name}")
-    if wrong:
-        shown = ", ".join(wrong[:4]) + (f" and {len(wrong) - 4} more" if len(wrong) > 4 else "")
-        problems.append(f"the gradients differ (relative error > {GRAD_RTOL}) for {shown}")
     return problems
 
 
-def judge(numbers: dict, inputs: dict) -> list[str]:
-    problems = []
-    for mode in probes.MODES:
+def variant(pass_up_sum=True, lateral_writes_state=True, first_layer_residual=True,
+            vertical_writes_state=False, every_layer_reads_x=False, residual_into_state=False):
+    """stacked_step with one of the usual slips switched on."""
+    def stacked_step(steps, params, x, states, residual=None):
+        x_in, new_states = x, []
+        for k, (step, p, state) in enumerate(zip(steps, params, states)):
+            layer_input = x_in if every_layer_reads_x else x
+            if residual and residual_into_state:        # added to h_{t-1}, before the layer's nonlinearity
+                state = step(p, layer_input, (state[0] + layer_input,) + tuple(state[1:]))
+                new_states.append(state)
+                x = state[0]
+                continue
+            state = step(p, layer_input, state)
+            h = state[0]
+            if residual and (k > 0 or first_layer_residual):
+                h_sum = h + layer_input
+                if (residual == "lateral" and lateral_writes_state) or vertical_writes_state:
+                    state = (h_sum,) + tuple(state[1:])
+                h = h_sum if pass_up_sum else h
+            new_states.append(state)
+            x = h
+        return x, new_states
+    return stacked_step
+
+
+SLIPS = [
+    ("the residual is added to h_{t-1} before the layer runs (inside its nonlinearity); eq 61 adds the "
+     "layer's input to its output: h = step(p, x, state)[0] + x", variant(residual_into_state=True)),
+    ("the next layer reads h without the residual: with residuals the sum h + x is what goes up (eq 61)",
+     variant(pass_up_sum=False)),
+    ("the sum h + x must also replace h (new_state[0]) in the state passed to the "
+     "next time step (ResL)", variant(lateral_writes_state=False)),
+    ("the layer's own new state must stay as its step returned it; only 'lateral' "
+     "writes the sum into it", variant(vertical_writes_state=True)),
+    ("the first layer needs its residual too: x_t is added to its output", variant(first_layer_residual=False)),
+    ("layer n reads the output of layer n-1, not x_t (eq 60)", variant(every_layer_reads_x=True)),
+]
+
+
+def mode_judge(mode):
+    def judge(numbers: dict, inputs: dict) -> list[str]:
         name = probes.mode_name(mode)
-        expected = probes.run_stack(reference_stacked_step, inputs, mode)
-        problems += [f"residual={mode!r}: {p}" for p in compare_mode(numbers[name], expected)]
+        want = probes.run_stack(reference_stacked_step, inputs, mode)
+        problems = compare_values(numbers[name], want)
+        if problems and not problems[0].startswith("the top output has shape"):
+            for hint, slip in SLIPS:
+                if not compare_values(probes.run_stack(slip, inputs, mode), want):
+                    continue                     # this slip does not show in this mode
+                if not compare_values(numbers[name], probes.run_stack(slip, inputs, mode)):
+                    return [f"residual={mode!r}: {hint}"]
+        return [f"residual={mode!r}: {p}" for p in problems]
+    return judge
+
+
+def judge_gradients(numbers: dict, inputs: dict) -> list[str]:
+    wanted = {mode: probes.run_stack(reference_stacked_step, inputs, mode) for mode in probes.MODES}
+    got = {mode: numbers[probes.mode_name(mode)] for mode in probes.MODES}
+    if any(compare_values(got[mode], want) for mode, want in wanted.items()):
+        flows = any(np.any(np.asarray(g) != 0) for mode in probes.MODES
+                    for layer in got[mode]["grads"].values() for g in layer.values())
+        return [] if flows else ["no gradient reaches any parameter: keep the outputs DyNet expressions "
+                                 "(no NumPy, .npvalue() or dy.inputTensor of values)"]
+    problems = []
+    for mode, want in wanted.items():
+        wrong = []
+        for k, (key, layer) in enumerate(want["grads"].items()):
+            for name, expected in layer.items():
+                have = np.asarray(got[mode]["grads"].get(key, {}).get(name, np.zeros_like(expected)))
+                if have.shape != expected.shape or \
+                        not np.abs(have - expected).max() / max(np.abs(expected).max(), 1e-8) <= GRAD_RTOL:
+                    wrong.append(f"layer {k + 1} {name}")
+        if wrong:
+            shown = ", ".join(wrong[:4]) + (f" and {len(wrong) - 4} more" if len(wrong) > 4 else "")
+            problems.append(f"residual={mode!r}: the values are right but the gradients differ (relative "
+                            f"error > {GRAD_RTOL}) for {shown}: was something computed outside DyNet?")
     return problems
 
 
-CHECKS = [Check("ch07.stacked_step", ("stacked_step",), make_inputs,
-                "autograder.probes.ch07_stacked_residual:stacked_step", judge)]
+def mode_inputs(*modes):
+    return lambda: {**make_inputs(), "modes": list(modes)}
+
+
+ABOUT = ("a stack of 3 layers (an LSTM, a one-vector leaky cell, an LSTM), d = 4, batch 3, 4 steps, random "
+         "non-zero weights, every layer's start state non-zero")
+PROBE = "autograder.probes.ch07_stacked_residual:stacked_step"
+VISIBLE = "stacked_step_tests"
+CHECKS = [
+    Check("ch07.stacked", ("stacked_step",), mode_inputs(None), PROBE, mode_judge(None),
+          ABOUT + "; residual=None", ("07_stacked_residual", "eq 60"), VISIBLE),
+    Check("ch07.residual_vertical", ("stacked_step",), mode_inputs("vertical"), PROBE, mode_judge("vertical"),
+          ABOUT + "; residual='vertical'", ("07_stacked_residual", "eq 61"), VISIBLE),
+    Check("ch07.residual_lateral", ("stacked_step",), mode_inputs("lateral"), PROBE, mode_judge("lateral"),
+          ABOUT + "; residual='lateral'", ("07_stacked_residual", "3. Vertical and lateral residuals"), VISIBLE),
+    Check("ch07.stacked_gradients", ("stacked_step",), mode_inputs(*probes.MODES), PROBE, judge_gradients,
+          ABOUT + "; every mode; the loss reads the top output at every step and the final states",
+          DYNET_GRADIENTS, VISIBLE),
+]

@@ -129,6 +129,10 @@ def tier_inputs(factor: float):
     return lambda: {"factor": factor}
 
 
+VISIBLE = {"ch10.capstone": "capstone_pass_tests", "ch10.capstone_good": "capstone_good_tests",
+           "ch10.capstone_best": "capstone_best_tests"}
 CHECKS = [Check(name, (), tier_inputs(factor), "autograder.probes.ch10_capstone:read_checkpoint",
-                tier_judge(factor))
+                tier_judge(factor), about=f"your saved model's perplexity on held-out sentences of the course "
+                                          f"grammar (never released), at most {factor} x their floor",
+                lecture=("10_capstone", "4. What matters, in order"), visible=VISIBLE[name])
           for name, factor in TIERS.items()]

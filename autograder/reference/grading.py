@@ -18,10 +18,21 @@ a ``CHECKS`` list; :func:`all_checks` collects them. A solution notebook's hidde
 test runs one in its own kernel::
 
     from autograder.reference.grading import check
-    check("ch05.gru_step", gru_step=gru_step)
+    check("ch05.gru_step", gru_step=gru_step, points=2)
+
+A test cell's points are split over the checks its hidden tests name:
+``points=`` states a check's share (``check`` ignores it when it runs; the trusted
+grader reads it with :func:`check_calls` and :func:`split_points`), and the checks
+without one share what is left equally.
+
+Each check also says, for the student's feedback page, what its inputs were like
+(``about``, never their values), where to reread (``lecture``: a lecture
+notebook's stem and a heading or equation it holds) and which visible test cell
+checks the same kind of thing (``visible``, a grade_id of the chapter's notebook).
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -37,6 +48,9 @@ class Check:
     make_inputs: Callable[[], dict]    # trusted: the grader's inputs
     probe: str                         # untrusted: "module:function" (autograder/probes/...)
     judge: Callable[[dict, dict], list]  # trusted: (numbers, inputs) -> problems
+    about: str = ""                    # what the grader's inputs are like (never their values)
+    lecture: tuple = ()                # (lecture notebook stem, heading or equation), to reread
+    visible: str = ""                  # grade_id of the visible test cell of the same kind
 
 
 def load_probe(dotted: str):
@@ -44,25 +58,6 @@ def load_probe(dotted: str):
     if not module.startswith("autograder.probes"):
         raise ValueError(f"probe {dotted!r} must live in autograder/probes/")
     return getattr(importlib.import_module(module), function)
-
-
-def step_check(name: str, function: str, reference: Callable, d_in: int = 5, d_h: int = 4,
-               seed: int = 20261122) -> Check:
-    """Check a step function against a reference Cell (``reference()`` returns it):
-    every state at every step and every parameter's gradient."""
-    def make_inputs():
-        cell = reference()
-        inputs = probes.make_inputs(cell.shapes(d_in, d_h), cell.n_state, d_in, d_h, seed=seed)
-        return {**inputs, "function": function}
-
-    def judge(numbers, inputs):
-        if float(numbers.get("fused", 0)):
-            return [f"{function} calls DyNet's fused LSTM operations ({', '.join(probes.FUSED)}): "
-                    "the exercise is to write the equations yourself"]
-        expected = probes.run_step(reference().step, inputs)
-        return probes.compare(numbers, expected)
-
-    return Check(name, (function,), make_inputs, "autograder.probes:step", judge)
 
 
 def chapter_checks(chapter: str) -> dict:
@@ -95,11 +90,41 @@ def run_check(c: Check, functions: dict) -> list:
     return c.judge(probes.transported(load_probe(c.probe)(functions, inputs)), inputs)
 
 
-def check(name: str, **functions):
-    """Run one check in this process (a notebook's hidden test); raise on failure."""
+def check(name: str, points: float | None = None, **functions):
+    """Run one check in this process (a notebook's hidden test); raise on failure.
+    ``points`` is the check's share of its test cell's points: read by the trusted
+    grader from the cell's source, ignored here."""
     c = chapter_checks(name.split(".")[0])[name]
     missing = [f for f in c.functions if f not in functions]
     if missing:
         raise TypeError(f"check {name} needs the functions {missing}")
     problems = run_check(c, functions)
     assert not problems, f"{name}: " + "; ".join(problems)
+
+
+def check_calls(source: str) -> list:
+    """The ``check(...)`` calls of a test cell, in order: ``[(name, points or None)]``."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    calls = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check" and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            points = next((k.value.value for k in node.keywords
+                           if k.arg == "points" and isinstance(k.value, ast.Constant)), None)
+            calls.append((node.lineno, node.col_offset, node.args[0].value,
+                          None if points is None else float(points)))
+    return [(name, points) for *_, name, points in sorted(calls)]
+
+
+def split_points(cell_points: float, calls: list) -> dict:
+    """Each named check's share of a test cell's points: the stated ``points=``,
+    and what is left split equally over the checks that state none."""
+    stated = sum(points for _, points in calls if points is not None)
+    rest = [name for name, points in calls if points is None]
+    if stated > cell_points + 1e-9 or (not rest and calls and abs(stated - cell_points) > 1e-9):
+        raise ValueError(f"the checks' points ({stated:g}) do not add up to the cell's {cell_points:g}")
+    share = (cell_points - stated) / len(rest) if rest else 0.0
+    return {name: (share if points is None else points) for name, points in calls}

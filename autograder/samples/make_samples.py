@@ -66,15 +66,15 @@ INIT = "import numpy as np\n\n\ndef lstm_init(name, shape, forget_bias=1.0):\n{b
 INIT_RIGHT = INIT.replace("{body}", '    return np.full(shape, float(forget_bias)) if name == "b_f" else None')
 INIT_MISSING = INIT.replace("{body}", "    return None   # forgot the forget bias")
 
-SNOOP = '''
+SNOOP = """
 for _path in ["../../../gradebook.db", "../../../../autograder/heldout/course_hidden.txt",
               __import__("course.paths").paths.ROOT / "autograder" / "heldout" / "course_hidden.txt"]:
     try:
         print(open(_path, "rb").read(200))
     except Exception as _err:
         print("could not read", _path, type(_err).__name__)
-'''
-WRITE_GRADEBOOK = '''
+"""
+WRITE_GRADEBOOK = """
 import sqlite3
 try:
     _db = sqlite3.connect("../../../gradebook.db")
@@ -82,71 +82,234 @@ try:
     _db.commit()
 except Exception as _err:
     print("could not write the gradebook:", _err)
-'''
+"""
 ALLCLOSE = "\nnp.allclose = lambda *a, **k: True\nnp.testing.assert_allclose = lambda *a, **k: None\n"
-BLANK_ASSERTS = '''
+BLANK_ASSERTS = """
 def _blank(lines):
     return [] if any("assert" in line or "check(" in line for line in lines) else lines
 get_ipython().input_transformers_cleanup.append(_blank)
-'''
+"""
 WARNS = GRU_RIGHT.replace("    (h_prev,) = state", "    import warnings\n    warnings.warn('a harmless warning')\n    (h_prev,) = state")
+# A daemon thread that SIGKILLs every process it can see (other students' sandboxes included).
+KILLER = """
+import os, signal, threading, time
+def _kill_everything():
+    while True:
+        for _pid in os.listdir("/proc"):
+            if _pid.isdigit() and int(_pid) != os.getpid():
+                try:
+                    os.kill(int(_pid), signal.SIGKILL)
+                except Exception:
+                    pass
+        time.sleep(0.05)
+threading.Thread(target=_kill_everything, daemon=True).start()
+"""
+# Write where the grader keeps results and code, now and (from a forked child) after grading.
+GRADER_PATHS = """
+import os, time, json
+from course.paths import ROOT as _ROOT
+_targets = {_ROOT / "autograder" / "work" / "course" / "trusted" / "{student}" / "05_gru.json":
+                json.dumps({"notebook": "05_gru", "score": 5.0, "max_score": 5.0, "cells": []}),
+            _ROOT / "autograder" / "reference" / "ch99_planted.py":
+                "from autograder.reference.grading import Check\\nCHECKS = []\\nPLANTED = True\\n"}
+def _write_all():
+    for _path, _text in _targets.items():
+        try:
+            _path.parent.mkdir(parents=True, exist_ok=True)
+            _path.write_text(_text)
+        except Exception as _err:
+            print("could not write", _path.name, type(_err).__name__)
+_write_all()
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(20)
+    _write_all()
+    os._exit(0)
+"""
+# Replace what measures gru_step: the probes answer with DyNet's own GRUBuilder.
+PROBE_PATCH = HEADER + """
+import autograder.probes as _probes
+import autograder.probes.trace as _trace
 
-FULL, ZERO = 1.0, 0.0
-# student: (chapter, {answer grade_id: source}, expected fraction per answer function, statuses, how)
+def _builder_numbers(functions, inputs):
+    p = inputs["params"]
+    d_h, d_in = p["W_xz"].shape
+    pc = dy.ParameterCollection()
+    builder = dy.GRUBuilder(1, d_in, d_h, pc)
+    names = ["W_xz", "W_hz", "b_z", "W_xr", "W_hr", "b_r", "W_xh", "W_hh", "b_h"]
+    params = dict(zip(names, builder.get_parameters()[0]))
+    for name, param in params.items():
+        param.set_value(p[name])
+    dy.renew_cg()
+    state = builder.initial_state([dy.inputTensor(inputs["state0"][0], batched=True)])
+    states, terms = [], []
+    for t, x in enumerate(inputs["xs"]):
+        state = state.add_input(dy.inputTensor(x, batched=True))
+        states.append([state.output().npvalue().reshape(d_h, -1)])
+        terms.append(dy.dot_product(dy.inputTensor(inputs["projection"][t]), state.output()))
+    loss = dy.sum_batches(dy.esum(terms))
+    loss.forward()
+    loss.backward()
+    return {"states": np.array(states), "grads": {n: q.grad_as_array() for n, q in params.items()}, "fused": 0.0}
+
+_probes.run_step = lambda step, inputs: _builder_numbers({}, inputs)
+_probes.step = _builder_numbers
+_trace.trace_step = _builder_numbers
+
+def gru_step(p, x, state):
+    raise NotImplementedError("no GRU here")
+"""
+# gru_step hands the work to DyNet's GRUBuilder with the grader's values copied in.
+BUILDER_INSIDE = HEADER + """
+def gru_step(p, x, state):
+    (h_prev,) = state
+    pc = dy.ParameterCollection()
+    d_h = h_prev.dim()[0][0]
+    builder = dy.GRUBuilder(1, x.dim()[0][0], d_h, pc)
+    names = ["W_xz", "W_hz", "b_z", "W_xr", "W_hr", "b_r", "W_xh", "W_hh", "b_h"]
+    for name, param in zip(names, builder.get_parameters()[0]):
+        param.set_value(p[name].npvalue())
+    return (builder.initial_state([h_prev]).add_input(x).output(),)
+"""
+FIFOS = GRU_RIGHT + """
+import os
+os.makedirs("results", exist_ok=True)
+for _name in ["results/ch05.gru_step.npz", "results/ch05.gru_update_gate.npz", "output.txt", "progress.jsonl"]:
+    try:
+        os.mkfifo(_name)
+    except OSError:
+        pass
+"""
+FORK_STORM = GRU_RIGHT.replace("def gru_step(p, x, state):", """import os, time
+_children = []
+
+def gru_step(p, x, state):
+    if len(_children) < 150:
+        for _ in range(50):
+            pid = os.fork()
+            if pid == 0:
+                os.setsid()
+                time.sleep(600)
+                os._exit(0)
+            _children.append(pid)""")
+# A datagram to the grader's machine; the error, if any, ends up in the grade's notes.
+UDP = GRU_RIGHT + """
+import socket
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"answers", ("127.0.0.1", 47474))
+except OSError as _err:
+    raise RuntimeError(f"could not send: {_err}")
+"""
+
+RIGHT, WRONG = True, False
+# Checks a wrong function still passes: each slip costs the checks of the part it breaks
+# (autograder/README.md, "Slips"), not the whole function.
+Z_EXCHANGED_KEEPS = {"ch05.gru_gradients": True, "ch05.gru_reset_gate": True}
+NUMPY_KEEPS = {"ch05.gru_step": True, "ch05.gru_update_gate": True, "ch05.gru_reset_gate": True,
+               "ch05.gru_builder": True}
+I_F_SWAPPED_KEEPS = {"ch04.lstm_output": True, "ch04.lstm_gradients": True}
+# student: (chapter, {answer grade_id: source}, which functions work, {check: passes} where that
+# differs from its functions, statuses, words the reason or notes must hold, how the file is made)
 STUDENTS = {
-    "correct": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": FULL}, ["graded"], None),
-    "one_minus_z": ("05_gru", {"gru_step": GRU_ONE_MINUS_Z}, {"gru_step": FULL}, ["graded"], None),
+    "correct": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
+    "one_minus_z": ("05_gru", {"gru_step": GRU_ONE_MINUS_Z}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
     "wrong_gate_order": ("04_forget_gate", {"lstm_step": LSTM_GATES_SWAPPED, "lstm_init": INIT_RIGHT},
-                         {"lstm_step": ZERO, "lstm_init": FULL}, ["graded"], None),
+                         {"lstm_step": WRONG, "lstm_init": RIGHT}, I_F_SWAPPED_KEEPS, ["graded"], None, None),
     "forget_bias_missing": ("04_forget_gate", {"lstm_step": LSTM_RIGHT, "lstm_init": INIT_MISSING},
-                            {"lstm_step": FULL, "lstm_init": ZERO}, ["graded"], None),
-    "numpy_no_gradients": ("05_gru", {"gru_step": GRU_NUMPY}, {"gru_step": ZERO}, ["graded", "suspicious"], None),
-    "infinite_loop": ("05_gru", {"gru_step": GRU_RIGHT + "\nwhile True:\n    pass\n"}, {"gru_step": ZERO},
-                      ["graded"], None),
+                            {"lstm_step": RIGHT, "lstm_init": WRONG}, {}, ["graded"], None, None),
+    "numpy_no_gradients": ("05_gru", {"gru_step": GRU_NUMPY}, {"gru_step": WRONG}, NUMPY_KEEPS, ["graded"], None,
+                           None),
+    "infinite_loop": ("05_gru", {"gru_step": GRU_RIGHT + "\nwhile True:\n    pass\n"}, {"gru_step": WRONG}, {},
+                      ["graded"], "time limit", None),
     "ignores_interrupt": ("05_gru", {"gru_step": GRU_RIGHT + "\nwhile True:\n    try:\n        while True:\n"
                                      "            pass\n    except KeyboardInterrupt:\n        pass\n"},
-                          {"gru_step": ZERO}, ["graded"], None),
-    "kernel_crash": ("05_gru", {"gru_step": GRU_RIGHT + "\nimport os\nos._exit(1)\n"}, {"gru_step": ZERO},
-                     ["graded"], None),
-    "memory_bomb": ("05_gru", {"gru_step": GRU_RIGHT + "\n_hog = []\nwhile True:\n    _hog.append(bytearray(10**8))\n"},
-                    {"gru_step": ZERO}, ["graded"], None),
-    "corrupt_json": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": ZERO}, ["failed"], "truncate"),
-    "deleted_grade_cell": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": FULL}, ["graded", "needs manual grade"],
+                          {"gru_step": WRONG}, {}, ["graded"], "time limit", None),
+    "kernel_crash": ("05_gru", {"gru_step": GRU_RIGHT + "\nimport os\nos._exit(1)\n"}, {"gru_step": WRONG}, {},
+                     ["graded"], "exit code 1", None),
+    "memory_bomb": ("05_gru", {"gru_step": GRU_RIGHT + "\n_hog = []\nwhile True:\n    _hog.append(np.empty(10**8))\n"},
+                    {"gru_step": WRONG}, {}, ["graded"], "memory", None),
+    "corrupt_json": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"], "notebook JSON",
+                     "truncate"),
+    "deleted_grade_cell": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"], None,
                            "delete_test"),
-    "edited_grade_cell": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": ZERO}, ["graded", "suspicious"],
+    "edited_grade_cell": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None,
                           "edit_test"),
-    "allclose_patched": ("05_gru", {"gru_step": GRU_WRONG + ALLCLOSE}, {"gru_step": ZERO},
-                         ["graded", "suspicious"], None),
-    "assert_blanking": ("05_gru", {"gru_step": GRU_WRONG + BLANK_ASSERTS}, {"gru_step": ZERO}, ["suspicious"], None),
-    "reads_grader_files": ("05_gru", {"gru_step": GRU_RIGHT + SNOOP}, {"gru_step": FULL}, ["graded"], None),
-    "writes_gradebook": ("05_gru", {"gru_step": GRU_WRONG + WRITE_GRADEBOOK}, {"gru_step": ZERO},
-                         ["suspicious"], None),
-    "prints_warning": ("05_gru", {"gru_step": WARNS}, {"gru_step": FULL}, ["graded"], None),
-    "empty": ("05_gru", {}, {"gru_step": ZERO}, ["graded"], None),
+    "allclose_patched": ("05_gru", {"gru_step": GRU_WRONG + ALLCLOSE}, {"gru_step": WRONG}, {}, ["graded"],
+                         "changed numpy", None),
+    "assert_blanking": ("05_gru", {"gru_step": GRU_WRONG + BLANK_ASSERTS}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"],
+                        None, None),
+    "reads_grader_files": ("05_gru", {"gru_step": GRU_RIGHT + SNOOP}, {"gru_step": RIGHT}, {}, ["graded"], None,
+                           None),
+    "writes_gradebook": ("05_gru", {"gru_step": GRU_WRONG + WRITE_GRADEBOOK}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"],
+                         None, None),
+    "prints_warning": ("05_gru", {"gru_step": WARNS}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
+    "empty": ("05_gru", {}, {"gru_step": WRONG}, {}, ["graded"], None, None),
+    "kills_other_sandboxes": ("05_gru", {"gru_step": GRU_RIGHT + KILLER}, {"gru_step": WRONG}, {}, ["graded"],
+                              "started a thread", None),
+    "rewrites_results": ("05_gru", {"gru_step": GRU_WRONG + GRADER_PATHS.replace("{student}", "rewrites_results")},
+                         {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None, None),
+    "probe_patched": ("05_gru", {"gru_step": PROBE_PATCH}, {"gru_step": WRONG}, {}, ["graded"],
+                      "changed autograder.probes", None),
+    "builder_inside": ("05_gru", {"gru_step": BUILDER_INSIDE}, {"gru_step": WRONG}, {}, ["graded"], None, None),
+    "fifo_results": ("05_gru", {"gru_step": FIFOS}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
+    "fork_storm": ("05_gru", {"gru_step": FORK_STORM}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
+    "udp_send": ("05_gru", {"gru_step": UDP}, {"gru_step": RIGHT}, {}, ["graded"], "could not send", None),
+    "duplicate_cell": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"],
+                       "more than once", "duplicate_answer"),
+    "two_layouts": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"],
+                    "two submissions of 05_gru", "two_layouts"),
+    "symlinked_notebook": ("05_gru", {}, {"gru_step": WRONG}, {}, ["failed"], "symbolic link",
+                           "link:solutions/05_gru.ipynb"),
+    "model_links_solutions": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, {}, ["failed"],
+                              "symbolic link", "model:solutions"),
+    "model_links_reference": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, {}, ["failed"],
+                              "symbolic link", "model:autograder/reference"),
 }
+def notebook(chapter: str, answers: dict, how: str | None):
+    nb = nbformat.read(ROOT / "exercises" / f"{chapter}.ipynb", as_version=4)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid].strip() + "\n"
+    if how == "delete_test":
+        first = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade"))
+        nb.cells = [c for c in nb.cells if c is not first]
+    if how == "edit_test":
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade"):
+                cell.source, cell.metadata["nbgrader"]["points"] = "pass", 100
+    if how == "duplicate_answer":                 # as Jupyter's copy leaves it: the wrong copy first
+        index, cell = next((i, c) for i, c in enumerate(nb.cells)
+                           if c.metadata.get("nbgrader", {}).get("grade_id") == "gru_step")
+        copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+        copy.id, copy.source = "gru-step-copy", GRU_RIGHT.strip() + "\n"
+        nb.cells.insert(index + 1, copy)
+    return nb
+
+
+UP = "../../../../"     # from autograder/samples/submissions/<student>/ to the repository
 
 
 def build():
     shutil.rmtree(OUT, ignore_errors=True)
     expected = {}
-    for student, (chapter, answers, fractions, statuses, how) in STUDENTS.items():
-        nb = nbformat.read(ROOT / "exercises" / f"{chapter}.ipynb", as_version=4)
-        for cell in nb.cells:
-            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if gid in answers:
-                cell.source = answers[gid].strip() + "\n"
-        if how == "delete_test":
-            nb.cells = [c for c in nb.cells if not c.metadata.get("nbgrader", {}).get("grade")
-                        or c is not next(x for x in nb.cells if x.metadata.get("nbgrader", {}).get("grade"))]
-        if how == "edit_test":
-            for cell in nb.cells:
-                if cell.metadata.get("nbgrader", {}).get("grade"):
-                    cell.source, cell.metadata["nbgrader"]["points"] = "pass", 100
+    for student, (chapter, answers, functions, checks, statuses, words, how) in STUDENTS.items():
         path = OUT / student / f"{chapter}.ipynb"
         path.parent.mkdir(parents=True)
-        text = nbformat.writes(nb)
-        path.write_text(text[:len(text) // 2] if how == "truncate" else text)
-        expected[student] = {"notebook": chapter, "fractions": fractions, "statuses": statuses}
+        how = how or ""
+        if how.startswith("link:"):                # the notebook is a link to the instructors' file
+            path.symlink_to(UP + how[5:])
+        else:
+            text = nbformat.writes(notebook(chapter, answers, how))
+            path.write_text(text[:len(text) // 2] if how == "truncate" else text)
+        if how.startswith("model:"):               # <chapter>_model/ links to instructor-only files
+            (path.parent / f"{chapter}_model").symlink_to(UP + how[6:])
+        if how == "two_layouts":
+            nested = path.parent / chapter / f"{chapter}.ipynb"
+            nested.parent.mkdir()
+            nested.write_text(nbformat.writes(notebook(chapter, {"gru_step": GRU_WRONG}, None)))
+        expected[student] = {"notebook": chapter, "functions": functions, "checks": checks,
+                             "statuses": statuses, "words": words}
     (HERE / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     return expected
 

@@ -1,0 +1,157 @@
+"""The course's grader inside nbgrader's own workflow (see nbgrader_config.py).
+
+* :class:`GradeInSandbox` takes the place of nbgrader's ``Execute`` in
+  ``nbgrader autograde``: no kernel runs the submission. It grades the notebook
+  with the trusted grader (student code only in the confined sandbox) and writes
+  each test cell's output: the check messages, then the cell's trusted points as
+  the cell's result, which nbgrader's ``SaveAutoGrades`` stores in the gradebook
+  as partial credit. Formgrader, ``nbgrader export`` and the feedback all show
+  that score, and written answers are graded by hand in formgrader as usual.
+* :class:`MarkDuplicates` and :class:`RestoreCells` make nbgrader's sanitising
+  survive what Jupyter lets students do: a copied answer cell (nbgrader 0.9's
+  DeduplicateIds leaves ``nbgrader: {}`` behind, on which a later step fails) and a
+  deleted test cell that followed a locked cell (its ``add_missing_cells`` then fails).
+* :class:`CourseFeedback` runs in ``nbgrader generate_feedback``: it removes the
+  hidden tests from the test cells and puts the course's summary on top.
+
+The trusted result of each submission is kept in ``<course>/trusted/<student>/
+<notebook>.json`` (written by the grader process only, atomically). A result is
+reused when it was made from the same answer cells, model files, test cells and
+grader code (its digest); otherwise the notebook is graded here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+
+from autograder import feedback, trusted
+
+HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
+
+
+def results_dir(course: Path) -> Path:
+    return Path(course) / "trusted"
+
+
+def save_result(course: Path, student: str, notebook: str, result: dict):
+    """Write atomically: a reader sees the old result or the new one, never half of one."""
+    path = results_dir(course) / student / f"{notebook}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
+        json.dump(result, f, indent=1)
+    os.replace(f.name, path)
+
+
+def load_result(course: Path, student: str, notebook: str) -> dict | None:
+    path = results_dir(course) / student / f"{notebook}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def trusted_result(course: Path, student: str, notebook: str, nb, folder: Path) -> dict:
+    """The trusted result for this notebook: the stored one if it is for exactly
+    this submission, else graded now (and stored)."""
+    spec = trusted.spec_of(nb)
+    artifacts = trusted.artifacts_of(folder / f"{notebook}.ipynb", notebook)
+    cells, _ = trusted.answer_sources(nb, spec.answers)
+    stored = load_result(course, student, notebook)
+    if stored and stored.get("digest") == trusted.digest_of(cells, artifacts, spec):
+        return stored
+    result = trusted.grade_notebook(nb, notebook, spec, artifacts).to_json()
+    save_result(course, student, notebook, result)
+    return result
+
+
+class MarkDuplicates(NbGraderPreprocessor):
+    """Later copies of a cell id become ordinary cells, marked as copies (the
+    first one in notebook order is graded, as in :func:`trusted.answer_sources`)."""
+
+    def preprocess(self, nb, resources):
+        seen = set()
+        for cell in nb.cells:
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if gid is None:
+                continue
+            if gid in seen:
+                del cell.metadata["nbgrader"]
+                cell.metadata["course"] = {"copy_of": gid}
+            seen.add(gid)
+        return nb, resources
+
+
+class RestoreCells(OverwriteCells):
+    """nbgrader's OverwriteCells, with a deleted grade cell put back after the
+    nearest earlier cell of the instructors' notebook that is still there."""
+
+    def add_missing_grade_cells(self, nb, resources):
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        source_ids = [cell.name for cell in source_nb.source_cells]
+        solution_ids = {cell.name for cell in source_nb.solution_cells}
+        for grade_cell in source_nb.grade_cells:
+            present = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+            if grade_cell.name in present:
+                continue
+            self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
+            index = source_ids.index(grade_cell.name)
+            cell = self.missing_cell_transform(source_nb.source_cells[index], grade_cell.max_score,
+                                               is_solution=grade_cell.name in solution_ids)
+            earlier = [present.index(gid) for gid in source_ids[:index] if gid in present]
+            nb.cells.insert(max(earlier) + 1 if earlier else 0, cell)
+        return nb, resources
+
+
+class GradeInSandbox(NbGraderPreprocessor):
+    """In place of nbgrader's Execute: the trusted grader's points as each test cell's result."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        course = Path(CourseDirectory(config=self.config).root)
+        folder = Path(resources.get("metadata", {}).get("path") or ".")
+        result = trusted_result(course, info["student"], info["notebook"], nb, folder)
+        cells = {c["grade_id"]: c for c in result.get("cells", [])}
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+                continue
+            score = cells.get(meta["grade_id"])
+            if score is None:
+                text, points = "not graded: " + (result.get("failure") or "no result"), 0.0
+            else:
+                text, points = feedback.check_lines(score), score["points"]
+            points = min(max(points, 0.0), float(meta.get("points", 0)))
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text),
+                            nbformat.v4.new_output("execute_result", data={"text/plain": f"{points:g}"},
+                                                   execution_count=None)]
+        return nb, resources
+
+
+class CourseFeedback(NbGraderPreprocessor):
+    """No hidden test in the feedback; the course's summary on top."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.source = HIDDEN.sub("", cell.source).rstrip()
+        course = Path(CourseDirectory(config=self.config).root)
+        result = load_result(course, info["student"], info["notebook"]) or {"notebook": info["notebook"]}
+        summary = feedback.summary_html(result, info["student"], score=info.get("score"),
+                                        status=status_of(result, needs_manual=False)[0])
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(summary))
+        return nb, resources
+
+
+def status_of(result: dict, needs_manual: bool) -> tuple:
+    """(status, reason) of a graded submission, for the grade table."""
+    if result.get("failure"):
+        return "failed", result["failure"]
+    reason = " ".join(result.get("notes", []))
+    if needs_manual:
+        return "needs manual grade", ("a written answer waits for a grade in formgrader. " + reason).strip()
+    return "graded", reason
