@@ -10,6 +10,9 @@
   RECORDS/arrows.json;
 * the gates and content of LSTM - S-RNN - OUT (the pure weighted-sum model, [WS] eq 11) on a
   few of those sentences, for chapter 08's figures: RECORDS/lstm-srnn-out-s1-gates.npz.
+* how well each converged model (seed 1, its best epoch) fits the sentences it was trained
+  on: its perplexity on the training split, in evaluation mode, beside valid and the training
+  split's floor: RECORDS/train_fit.json (bench/converge_tables.py states it with the 3% goal).
 
 Each part needs the checkpoints under runs/converge/ of the runs it reads.
 
@@ -24,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from common import ROOT
-from converge import MODELS, RECORDS, WORK, load_splits, make_cell
+from converge import DEPTH, MODELS, NGRAMS, RECORDS, WORK, load_splits, make_cell
 
 from course import runtime
 
@@ -155,6 +158,20 @@ def record_gates(model, pairs, path: Path) -> Path:
     return path
 
 
+def train_fit(name: str, seed: int, splits: dict, work=WORK) -> dict:
+    """The best epoch of a finished run scored on the training split (evaluation mode: no
+    dropout), beside the training split's floor."""
+    from course import lm
+    from course.grammar import floor_perplexity
+    model = load_best(name, seed, splits, work)
+    return {"seed": seed, "train_ppl": lm.evaluate(model, splits["train"]), "train_floor": floor_perplexity("train")}
+
+
+def finished(name: str, seed: int = 1, records=RECORDS) -> bool:
+    record = Path(records) / f"{name}-s{seed}.json"
+    return record.exists() and "final" in json.loads(record.read_text())
+
+
 def far_number_pairs():
     from course.agreement import load_pairs
     return [p for p in load_pairs() if p.task == "number" and p.distance >= FAR]
@@ -170,12 +187,19 @@ def main():
     path = RECORDS / "arrows.json"
     found = json.loads(path.read_text()) if path.exists() else {}
     for name in WEIGHTED_SUMS:
-        record = RECORDS / f"{name}-s1.json"
-        if name not in found and record.exists() and "final" in json.loads(record.read_text()):
+        if name not in found and finished(name):
             found[name] = arrows(load_best(name, 1, splits), pairs)
             path.write_text(json.dumps(found, indent=1) + "\n")
             print(f"{name}: the verb's arrow points at the cue in {found[name]['max']['cue']} of {len(pairs)} "
                   f"pairs ([RAN] eq 8)", flush=True)
+    path = RECORDS / "train_fit.json"
+    fits = json.loads(path.read_text()) if path.exists() else {}
+    for name in MODELS:
+        if name not in fits and name not in NGRAMS + DEPTH and finished(name):
+            fits[name] = fit = train_fit(name, 1, splits)
+            path.write_text(json.dumps(fits, indent=1) + "\n")
+            print(f"{name}: perplexity {fit['train_ppl']:.2f} on the training split (its floor "
+                  f"{fit['train_floor']:.2f})", flush=True)
     if (WORK / f"{GATES_OF}-s1" / "best.dy").exists():
         chosen = sorted(pairs, key=lambda p: (len(p.words[:p.target_index]), p.distance))[::len(pairs) // GATE_SENTENCES]
         print(f"wrote {record_gates(load_best(GATES_OF, 1, splits), chosen[:GATE_SENTENCES], RECORDS / f'{GATES_OF}-s1-gates.npz').relative_to(ROOT)}")

@@ -252,6 +252,7 @@ def goals(summary, records, pairs) -> str:
                      f"{models[best]['label']}, test perplexity {ratio:.3f} × the floor "
                      f"({len(finished[best]['seeds_complete'])} seed(s)): "
                      + ("**met**." if ratio <= GOAL_FLOOR else f"**not met**: {ratio - GOAL_FLOOR:+.3f} above the goal."))
+        lines += train_fit(summary, records, best)
     lstm = models["lstm"].get("agreement")
     if lstm:
         number, reflexives = (lstm[t]["distance"][FAR] for t in ("number", "gender"))
@@ -273,6 +274,32 @@ def goals(summary, records, pairs) -> str:
                      + (": no deficit there, because neither model is above chance on them (the table by distance)."
                         if reflexives[1] <= 0 else "."))
     return "\n".join(lines) or "(no finished run yet)"
+
+
+def train_fit(summary, records, best) -> list:
+    """What limits the best model, from RECORDS/train_fit.json (bench/converge_inside.py):
+    its best epoch's perplexity on the sentences it was trained on against valid."""
+    fits = {n: fit for n, fit in summary["train_fit"].items()
+            if "final" in records.get(n, {}).get(fit["seed"], {})}
+    if best not in fits:
+        return []
+    fit, valid = fits[best], records[best][fits[best]["seed"]]["final"]["valid_ppl"]
+    floor = fit["train_floor"]
+    lines = [f"  What limits it: the same model (seed {fit['seed']}, its best epoch, no dropout when scored) "
+             f"has perplexity {fit['train_ppl']:.2f} on its training sentences, {fit['train_ppl'] / floor:.3f} × "
+             f"their floor ({floor:.2f}), against {valid:.2f} on valid, {valid / summary['floor']['valid']:.3f} × "
+             "its floor: " + ("below the grammar's own perplexity on the sentences it was trained on and above "
+                              "it on new ones. It has fitted the training split, not only the grammar; the size of "
+                              "the training split, not the model's capacity, sets the gap (the dropout rows measure "
+                              "how much regularisation narrows it)." if fit["train_ppl"] < floor else
+                              "it does not fit even its training sentences down to the floor: capacity or "
+                              "training, not only the data, limit it.")]
+    others = [n for n in ORDER if n in fits and n != best]
+    if others:
+        lines.append("  Training split / valid perplexity of the other finished models (seed 1, best epoch): "
+                     + "; ".join(f"{MODELS[n][0]} {fits[n]['train_ppl']:.2f} / "
+                                 f"{records[n][fits[n]['seed']]['final']['valid_ppl']:.2f}" for n in others) + ".")
+    return lines
 
 
 def claims(summary, records, pairs) -> str:
@@ -448,6 +475,8 @@ def write(records_dir=RECORDS, out=RESULTS, quiet=False) -> dict:
     pairs = load_pairs()
     records = load_records(records_dir)
     summary = summarise(records, pairs)
+    fits = Path(records_dir) / "train_fit.json"          # bench/converge_inside.py
+    summary["train_fit"] = json.loads(fits.read_text()) if fits.exists() else {}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / SUMMARY.name).write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")

@@ -144,6 +144,9 @@ def test_tables_state_goals_claims_and_which_runs_are_complete(tmp_path):
     del unfinished["final"]
     (records / "gru-s1.json").write_text(json.dumps(unfinished))
     (records / "arrows.json").write_text(json.dumps({"lstm-srnn-out": {"chance": 0.04}}))   # not a run record
+    (records / "train_fit.json").write_text(json.dumps({                                   # nor this
+        "lstm": {"seed": 1, "train_ppl": 21.0, "train_floor": 21.7}, "srnn": {"seed": 1, "train_ppl": 23.0, "train_floor": 21.7},
+        "gru": {"seed": 1, "train_ppl": 20.0, "train_floor": 21.7}}))                             # gru: unfinished, left out
     summary = converge_tables.write(records, tmp_path / "out", quiet=True)
     text = (tmp_path / "out" / "converge.md").read_text()
     lstm = summary["models"]["lstm"]
@@ -156,6 +159,10 @@ def test_tables_state_goals_claims_and_which_runs_are_complete(tmp_path):
     assert "LSTM ≥ 0.95 on number agreement at 21+ words" in text and "**met**" in text
     assert "The S-RNN's long-distance deficit" in text and "**shown** (the interval stays above 0)" in text
     assert "S-RNN (= LSTM - GATES): test perplexity +17.8%" in text
+    # what limits the best model: below the floor on its training sentences, above it on valid
+    assert "has perplexity 21.00 on its training sentences, 0.968 × their floor (21.70), against 22.00 on valid" in text
+    assert "It has fitted the training split" in text
+    assert "(seed 1, best epoch): S-RNN (= LSTM - GATES) 23.00 / 26.00." in text and "GRU 20.00" not in text
     assert (tmp_path / "out" / "converge_ppl.png").exists() and (tmp_path / "out" / "converge_agreement.png").exists()
     assert json.loads((tmp_path / "out" / "converge.json").read_text())["models"]["srnn"]["seeds_complete"] == [1]
 
@@ -213,6 +220,17 @@ def test_arrows_and_recorded_gates_of_a_weighted_sum(tiny, tmp_path, monkeypatch
     assert saved["i0"].shape == saved["f0"].shape == saved["content0"].shape == (pairs[0].target_index + 2, 8)
     assert saved["readout0"].shape == (8,)
     assert 0 <= saved["f1"].min() and saved["f1"].max() <= 1
+
+
+def test_train_fit_scores_the_best_epoch_on_the_training_split(tiny, tmp_path, monkeypatch):
+    monkeypatch.setitem(converge.MODELS, "tiny", ("tiny", "lstm", TINY))
+    record = converge.run("tiny", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    fit = converge_inside.train_fit("tiny", 1, tiny, work=tmp_path)
+    model = converge_inside.load_best("tiny", 1, tiny, work=tmp_path)
+    assert lm.evaluate(model, tiny["valid"]) == pytest.approx(record["final"]["valid_ppl"], rel=1e-6)
+    assert fit["train_ppl"] == pytest.approx(lm.evaluate(model, tiny["train"]), rel=1e-6)
+    assert fit["train_ppl"] < record["final"]["valid_ppl"]          # 300 sentences, 3 epochs: it fits them better
+    assert 20 < fit["train_floor"] < 23 and converge_inside.finished("tiny", 1, tmp_path)
 
 
 def test_wilson_interval():
