@@ -1,0 +1,121 @@
+"""The capstone's one-minute recipes (lecture 10, section 4), measured.
+
+Each recipe trains a builder language model on the whole course training split for a
+budget of CPU time (time.process_time(), one core) with Adam on shuffled, length-sorted
+batches, gradient clipping at 5, then scores the first 600 validation sentences. A
+recipe may lower its learning rate for the last part of the budget ("anneal"). The
+table and bench/results/capstone_budget.json (what lecture 10 reads) are rewritten after
+every recipe; recipes already measured are kept unless --again.
+
+    .venv/bin/python bench/capstone_budget.py
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from common import RESULTS, report, table
+
+from course import runtime
+
+OUT = RESULTS / "capstone_budget.json"
+HELD_OUT = 600      # the first 600 validation sentences
+#: label -> (cell, embed, hidden, layers, batch, lr, dropout, CPU seconds, (anneal fraction, factor) or None)
+RECIPES = {
+    "LSTM 64/128, batch 32, lr 0.002 (lm.train's defaults)": ("lstm", 64, 128, 1, 32, 0.002, 0.0, 60, None),
+    "LSTM 64/128, batch 32, lr 0.005": ("lstm", 64, 128, 1, 32, 0.005, 0.0, 60, None),
+    "LSTM 64/128, batch 64, lr 0.005": ("lstm", 64, 128, 1, 64, 0.005, 0.0, 60, None),
+    "LSTM 128/128, batch 64, lr 0.005": ("lstm", 128, 128, 1, 64, 0.005, 0.0, 60, None),
+    "LSTM 64/256, batch 64, lr 0.004": ("lstm", 64, 256, 1, 64, 0.004, 0.0, 60, None),
+    "LSTM 64/128, 2 layers, batch 32, lr 0.005": ("lstm", 64, 128, 2, 32, 0.005, 0.0, 60, None),
+    "S-RNN 64/128, batch 32, lr 0.005": ("srnn", 64, 128, 1, 32, 0.005, 0.0, 60, None),
+    "GRU 64/128, batch 64, lr 0.005": ("gru", 64, 128, 1, 64, 0.005, 0.0, 60, None),
+    "GRU 64/128, batch 32, lr 0.005": ("gru", 64, 128, 1, 32, 0.005, 0.0, 60, None),
+    "GRU 64/128, batch 16, lr 0.005": ("gru", 64, 128, 1, 16, 0.005, 0.0, 60, None),
+    "GRU 64/128, batch 32, lr 0.01": ("gru", 64, 128, 1, 32, 0.01, 0.0, 60, None),
+    "GRU 64/128, batch 32, lr 0.005, dropout 0.3": ("gru", 64, 128, 1, 32, 0.005, 0.3, 60, None),
+    "GRU 64/128, batch 32, lr 0.005, lr ÷ 4 for the last fifth": ("gru", 64, 128, 1, 32, 0.005, 0.0, 60, (0.2, 0.25)),
+    "LSTM 64/128, batch 32, lr 0.002, four minutes (4 × the budget)": ("lstm", 64, 128, 1, 32, 0.002, 0.0, 240, None),
+}
+
+
+def train_for(model, sentences, seconds, batch_size, lr, dropout, anneal=None):
+    """Adam until `seconds` of CPU time are spent; returns the predicted tokens seen.
+    anneal = (fraction, factor): the learning rate times factor for the last fraction."""
+    from course.data import encode, make_batches, shuffled
+    dy = runtime.dynet()
+    trainer = dy.AdamTrainer(model.pc, lr)
+    trainer.set_clip_threshold(5.0)
+    ids, _ = encode(sentences, model.vocab)
+    batches = make_batches(ids, model.vocab, batch_size)
+    used, tokens, epoch = 0.0, 0, 0
+    while True:
+        epoch += 1
+        for batch in shuffled(batches, seed=1, epoch=epoch):
+            if used >= seconds:
+                return tokens
+            if anneal and used >= seconds * (1 - anneal[0]):
+                trainer.learning_rate = lr * anneal[1]
+            start = time.process_time()
+            dy.renew_cg()
+            losses, _ = model.batch_losses(batch, dropout)
+            (dy.sum_batches(losses) * (1.0 / batch.size)).backward()
+            trainer.update()
+            used += time.process_time() - start
+            tokens += batch.n_predictions
+
+
+def measure(label: str, train, held_out, vocab) -> dict:
+    from course import lm
+    cell, embed, hidden, layers, batch, lr, dropout, seconds, anneal = RECIPES[label]
+    runtime.init(seed=1)
+    model = lm.RNNLM(vocab, cell, embed, hidden, layers)
+    tokens = train_for(model, train, seconds, batch, lr, dropout, anneal)
+    return {"cell": cell, "embed": embed, "hidden": hidden, "layers": layers, "batch": batch, "lr": lr,
+            "dropout": dropout, "cpu_seconds": seconds, "anneal": anneal, "params": model.param_count(),
+            "tokens": tokens, "perplexity": lm.evaluate(model, held_out)}
+
+
+def held_out_floor(held_out) -> float:
+    from course.grammar import read_text
+    from course.paths import COURSE_DATA
+    logprobs = [float(x) for x in read_text(COURSE_DATA / "valid.logprob").split()[:len(held_out)]]
+    return float(np.exp(-sum(logprobs) / sum(len(s) + 1 for s in held_out)))
+
+
+def tables(results: dict) -> str:
+    floor = results["floor"]
+    rows = [[label, f"{r['params']:,}", f"{r['cpu_seconds']} s", f"{r['tokens'] / 1e6:.2f} M", f"{r['perplexity']:.2f}",
+             f"{r['perplexity'] / floor:.2f}"] for label, r in results["recipes"].items()]
+    return (f"Builder models of `course.lm` trained on the whole course training split for a budget of CPU "
+            f"time (one core), then scored on the first {HELD_OUT} validation sentences (their floor: "
+            f"{floor:.2f}). Adam, gradient clipping at 5, seed 1. The machine's 2 cores were shared with "
+            "other work; CPU time is the process's own.\n\n"
+            + table(["recipe", "parameters", "CPU budget", "tokens trained", "perplexity", "× floor"], rows))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--again", action="store_true", help="measure every recipe again")
+    args = parser.parse_args(argv)
+    runtime.init(seed=1, mem=1024)
+    from course.corpora import read_corpus
+    from course.data import Vocab
+    train, held_out = read_corpus("course", "train"), read_corpus("course", "valid")[:HELD_OUT]
+    vocab = Vocab.build(train)
+    results = json.loads(OUT.read_text()) if OUT.exists() and not args.again else {"recipes": {}}
+    results["floor"] = held_out_floor(held_out)
+    for label in RECIPES:
+        if label not in results["recipes"]:
+            results["recipes"][label] = measure(label, train, held_out, vocab)
+            results["recipes"] = {k: results["recipes"][k] for k in RECIPES if k in results["recipes"]}
+            OUT.write_text(json.dumps(results, indent=1) + "\n")
+            print(f"{label}: {results['recipes'][label]['perplexity']:.2f}", flush=True)
+    report("capstone_budget", "The capstone's one-minute recipes", tables(results), "python bench/capstone_budget.py")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,316 @@
+"""Every cell of the ablation table trained to convergence on the course corpus.
+
+Each (model, seed) run trains with Adam, halves the learning rate after every epoch
+that does not lower the valid perplexity by at least 0.1%, and stops at the third
+such epoch (or after MAX_EPOCHS). The best epoch on the valid split is the model
+that is reported: its valid and test perplexity (beside the grammar's floor) and
+its choice on each of the 5,000 agreement minimal pairs. The test split is read
+once, at the end, and decides nothing.
+
+A run is resumable per epoch: after every epoch the parameters go to
+``runs/converge/NAME-sSEED/`` (not committed) and the record, one row per epoch, to
+``bench/results/converge/NAME-sSEED.json`` (committed). Adam's moment estimates are
+not saved by DyNet, so a run continued after an interruption starts them afresh;
+its row says ``"resumed": true``. Two processes may share the plan: each run is
+claimed by a lock file beside its checkpoints.
+
+    .venv/bin/python bench/converge.py                     # the whole plan (PLAN below), resumable
+    .venv/bin/python bench/converge.py --models lstm,srnn --seeds 1
+    .venv/bin/python bench/converge.py --tables-only       # tables and figures from the records so far
+
+The tables, figures and bench/results/converge.json (what the lectures read) are
+written by bench/converge_tables.py, run after every finished run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import RESULTS, ROOT, machine
+
+from course import runtime
+
+RECORDS = RESULTS / "converge"
+WORK = ROOT / "runs" / "converge"
+
+#: the schedule every run follows
+SCHEDULE = {"optimizer": "adam", "lr": 0.002, "batch": 32, "clip": 5.0, "lr_decay": 0.5,
+            "min_improvement": 0.001, "stop_at_bad_epoch": 3, "max_epochs": 30}
+BASE = {"embed": 128, "hidden": 256, "dropout": 0.0}
+
+#: name -> (label, cell, size). cell: a key of autograder.reference.cells.CELLS,
+#: "builder:NAME" for DyNet's own builder, or "ngram:KIND:ORDER" for a baseline of course.ngram. size sets embed, hidden, dropout and may set
+#: layers and residual (course.lm.RNNLM), forget_bias (the start of b_f of a forget-gate
+#: cell; default 1) and any key of SCHEDULE. LSTM - GATES is the S-RNN's very cell and
+#: step ([WS2] section 3.1): its row is the S-RNN's runs, not trained twice.
+MODELS = {
+    "unigram": ("unigram", "ngram:unigram:1", {}),
+    "kn-bigram": ("Kneser-Ney bigram", "ngram:kn:2", {}),
+    "kn-trigram": ("Kneser-Ney trigram", "ngram:kn:3", {}),
+    "srnn": ("S-RNN (= LSTM - GATES)", "srnn", BASE),
+    "lstm": ("LSTM", "lstm", BASE),
+    "lstm-noforget": ("LSTM without forget gate", "lstm-noforget", BASE),
+    "lstm-fb0": ("LSTM, forget bias 0", "lstm", {**BASE, "forget_bias": 0.0}),
+    "gru": ("GRU", "gru", BASE),
+    "lstm-srnn": ("LSTM - S-RNN", "lstm-srnn", BASE),
+    "lstm-srnn-out": ("LSTM - S-RNN - OUT", "lstm-srnn-out", BASE),
+    "lstm-srnn-hidden": ("LSTM - S-RNN - HIDDEN", "lstm-srnn-hidden", BASE),
+    "ran-identity": ("RAN (identity)", "ran-identity", BASE),
+    "ran-tanh": ("RAN (tanh)", "ran-tanh", BASE),
+    "builder-srnn": ("DyNet SimpleRNNBuilder", "builder:srnn", BASE),
+    "builder-lstm": ("DyNet VanillaLSTMBuilder", "builder:lstm", BASE),
+    "builder-gru": ("DyNet GRUBuilder", "builder:gru", BASE),
+    "lstm-dropout": ("LSTM, dropout 0.3", "lstm", {**BASE, "dropout": 0.3}),
+    "lstm-large": ("LSTM, embed 256, hidden 512, dropout 0.3", "lstm",
+                   {"embed": 256, "hidden": 512, "dropout": 0.3}),
+}
+#: chapter 07: stacks of 1-8 LSTM layers of 128 units, without residuals, ResV and ResV + ResL
+#: (one seed, at most 5 epochs: the deep stacks cost up to 2.5 CPU minutes an epoch)
+DEPTHS, RESIDUALS = (1, 2, 4, 8), {"plain": None, "resv": "vertical", "resvl": "lateral"}
+RESIDUAL_LABELS = {"plain": "no residual", "resv": "ResV", "resvl": "ResV + ResL"}
+for _layers in DEPTHS:
+    for _key, _residual in RESIDUALS.items():
+        MODELS[f"depth{_layers}-{_key}"] = (
+            f"LSTM 128/128, {_layers} layer(s), {RESIDUAL_LABELS[_key]}", "lstm",
+            {"embed": 128, "hidden": 128, "dropout": 0.0, "layers": _layers, "residual": _residual,
+             "max_epochs": 5})
+DEPTH = [f"depth{n}-{k}" for n in DEPTHS for k in RESIDUALS]
+ABLATION = ["srnn", "lstm-noforget", "lstm", "lstm-fb0", "gru", "lstm-srnn", "lstm-srnn-out", "lstm-srnn-hidden",
+            "ran-identity", "ran-tanh"]
+EXTRA = ["lstm-dropout", "lstm-large"]
+BUILDERS = ["builder-srnn", "builder-lstm", "builder-gru"]
+NGRAMS = ["unigram", "kn-bigram", "kn-trigram"]
+ORDER = NGRAMS + ABLATION + EXTRA + BUILDERS + DEPTH          # the order of the tables
+SEEDS = (1, 2, 3)
+#: the order of the runs: seed 1 of what the lectures draw first, then the depth study (one
+#: seed), the other seeds of the ablation table, the builders (the hand-written cells' twins),
+#: and last the other seeds of the rest
+FIRST = ["lstm", "srnn", "lstm-srnn-out", "lstm-large", "gru", "lstm-fb0", "lstm-noforget", "lstm-srnn",
+         "lstm-srnn-hidden", "ran-identity", "ran-tanh", "lstm-dropout"]
+PLAN = ([(n, 1) for n in NGRAMS + FIRST] + [(n, 1) for n in DEPTH] + [(n, s) for s in (2, 3) for n in ABLATION]
+        + [(n, 1) for n in BUILDERS] + [(n, s) for s in (2, 3) for n in EXTRA + BUILDERS])
+
+
+def make_cell(cell: str, forget_bias=None):
+    if cell.startswith("builder:"):
+        return cell.split(":", 1)[1]
+    from autograder.reference.cells import make_cell as reference_cell
+    return reference_cell(cell, forget_bias)
+
+
+def load_splits(max_sentences=None) -> dict:
+    from course.corpora import read_corpus
+    splits = {s: read_corpus("course", s) for s in ("train", "valid", "test")}
+    if max_sentences:
+        splits = {s: sentences[:max_sentences] for s, sentences in splits.items()}
+    return splits
+
+
+def train_epoch(model, trainer, batches, seed: int, epoch: int, dropout: float):
+    """One pass over the shuffled batches; returns (total nll, predictions)."""
+    from course.data import shuffled
+    dy = runtime.dynet()
+    total, count = 0.0, 0
+    for batch in shuffled(batches, seed, epoch):
+        dy.renew_cg()
+        losses, _ = model.batch_losses(batch, dropout)
+        loss = dy.sum_batches(losses)
+        value = loss.value()
+        if not math.isfinite(value):
+            return math.inf, max(count, 1)
+        total += value
+        count += batch.n_predictions
+        (loss * (1.0 / batch.size)).backward()
+        trainer.update()
+    return total, count
+
+
+def pair_outcomes(model, pairs) -> str:
+    """One character per minimal pair: "1" the right sentence scores higher, "0" the
+    wrong one does, "=" a tie (counted half, as course.agreement does)."""
+    right = model.sentence_logprobs([p.right_sentence for p in pairs])
+    wrong = model.sentence_logprobs([p.wrong_sentence for p in pairs])
+    return "".join("1" if r > w else "0" if r < w else "=" for r, w in zip(right, wrong))
+
+
+def _write_json(path: Path, data):
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def _claim(lock: Path) -> bool:
+    """Create the lock file; False when another live process holds it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        holder = int(lock.read_text())
+        os.kill(holder, 0)
+        return holder == os.getpid()
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        pass
+    lock.write_text(str(os.getpid()))
+    return True
+
+
+def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sentences=None,
+        log=print, after_epoch=None) -> dict | None:
+    """Train (or continue) one run to its stopping point, then evaluate its best epoch.
+    Returns the record, or None when another process holds the run."""
+    from course import lm
+    from course.agreement import load_pairs
+    from course.data import Vocab, encode, make_batches
+    dy = runtime.dynet()
+    log = log or (lambda line: None)
+    label, cell_name, size = MODELS[name]
+    key = f"{name}-s{seed}"
+    record_path, folder = Path(records) / f"{key}.json", Path(work) / key
+    settings = {**({} if cell_name.startswith("ngram:") else {**SCHEDULE, **size}), "cell": cell_name,
+                "max_sentences": max_sentences}
+    record = {"model": name, "label": label, "seed": seed, "settings": settings, "epochs": []}
+    if cell_name.startswith("ngram:") and not record_path.exists():
+        return baseline(name, splits, record_path, settings, max_sentences)
+    if record_path.exists():
+        saved = json.loads(record_path.read_text())
+        if saved["settings"] != settings:
+            raise ValueError(f"{record_path} was trained with {saved['settings']}, not {settings}: "
+                             "move it away to train this run again")
+        if "final" in saved:
+            return saved
+        record = saved
+    if not _claim(folder / "lock"):
+        log(f"{key}: another process is training it")
+        return None
+    runtime.init(seed=seed)
+    vocab = Vocab.build(splits["train"])
+    model = lm.RNNLM(vocab, make_cell(cell_name, size.get("forget_bias")), size["embed"], size["hidden"],
+                     size.get("layers", 1), size.get("residual"))
+    record.update(params=model.param_count(), machine=machine())
+    latest, best_path = folder / "latest.dy", folder / "best.dy"
+    resumed = False
+    if record["epochs"]:
+        if latest.exists() and best_path.exists():
+            model.pc.populate(str(latest))
+            resumed = True
+            log(f"{key}: continuing after epoch {len(record['epochs'])}")
+        else:
+            log(f"{key}: no checkpoint in {folder}; training again from the start")
+            record["epochs"] = []
+    trainer = dy.AdamTrainer(model.pc, settings["lr"])
+    trainer.set_clip_threshold(settings["clip"])
+    rows = record["epochs"]
+    if rows:
+        trainer.learning_rate = rows[-1]["lr_next"]
+    batches = make_batches(encode(splits["train"], vocab)[0], vocab, settings["batch"])
+    Path(records).mkdir(parents=True, exist_ok=True)
+    while not _stopped(rows, settings):
+        epoch = len(rows) + 1
+        start, cpu = time.perf_counter(), time.process_time()
+        nll, count = train_epoch(model, trainer, batches, seed, epoch, size["dropout"])
+        train_seconds, train_cpu = time.perf_counter() - start, time.process_time() - cpu
+        valid = lm.evaluate(model, splits["valid"]) if math.isfinite(nll) else math.inf
+        best = min((r["valid_ppl"] for r in rows), default=math.inf)
+        improved = valid < best * (1 - settings["min_improvement"])
+        if valid < best:
+            model.pc.save(str(best_path))
+        if not improved:
+            trainer.learning_rate *= settings["lr_decay"]
+        row = {"epoch": epoch, "lr": rows[-1]["lr_next"] if rows else settings["lr"],
+               "lr_next": trainer.learning_rate, "train_ppl": lm.perplexity(nll, count) if math.isfinite(nll)
+               else math.inf, "valid_ppl": valid, "improved": improved, "tokens_per_s": count / train_seconds,
+               "train_seconds": train_seconds, "train_cpu_seconds": train_cpu,
+               "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
+               "resumed": resumed, "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+        resumed = False
+        model.pc.save(str(latest.with_suffix(".tmp")))
+        os.replace(latest.with_suffix(".tmp"), latest)
+        rows.append(row)
+        _write_json(record_path, record)
+        log(f"{key}: epoch {epoch}  lr {row['lr']:.3g}  train {row['train_ppl']:.2f}  valid {valid:.2f}"
+            f"{'' if improved else '  (no gain: lr halved)'}  {train_seconds / 60:.1f} min")
+        if after_epoch:
+            after_epoch(row)
+    start, cpu = time.perf_counter(), time.process_time()
+    best = min(rows, key=lambda r: r["valid_ppl"])
+    record["final"] = {"best_epoch": best["epoch"], "stopped": _stopped(rows, settings),
+                       "valid_ppl": math.inf, "test_ppl": math.inf, "pairs": ""}
+    if math.isfinite(best["valid_ppl"]):          # a run that diverged in its first epoch has no model
+        model.pc.populate(str(best_path))
+        record["final"].update(valid_ppl=lm.evaluate(model, splits["valid"]),
+                               test_ppl=lm.evaluate(model, splits["test"]),
+                               pairs=pair_outcomes(model, load_pairs()[:max_sentences] if max_sentences
+                                                   else load_pairs()))
+    record["final"].update(seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu,
+                           finished_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+    _write_json(record_path, record)
+    (folder / "lock").unlink(missing_ok=True)
+    log(f"{key}: best epoch {best['epoch']} of {len(rows)}: valid {record['final']['valid_ppl']:.2f}, "
+        f"test {record['final']['test_ppl']:.2f}")
+    return record
+
+
+def baseline(name: str, splits: dict, record_path: Path, settings: dict, max_sentences=None) -> dict:
+    """An n-gram baseline (course.ngram, smoothing tuned on valid) scored like a run."""
+    from course import ngram
+    from course.agreement import load_pairs
+    _, kind, order = MODELS[name][1].split(":")
+    start, cpu = time.perf_counter(), time.process_time()
+    model = ngram.fit(splits["train"], splits["valid"], kind=kind, order=int(order))
+    pairs = load_pairs()[:max_sentences] if max_sentences else load_pairs()
+    record = {"model": name, "label": MODELS[name][0], "seed": 1, "settings": settings, "epochs": [],
+              "final": {"best_epoch": None, "stopped": "counted once", "valid_ppl": model.perplexity(splits["valid"]),
+                        "test_ppl": model.perplexity(splits["test"]), "pairs": pair_outcomes(model, pairs),
+                        "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
+                        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}}
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    _write_json(record_path, record)
+    return record
+
+
+def _stopped(rows, settings) -> str | None:
+    """Why the run stops after these epochs, or None while it goes on."""
+    if rows and not math.isfinite(rows[-1]["valid_ppl"]):
+        return "diverged"
+    if sum(not r["improved"] for r in rows) >= settings["stop_at_bad_epoch"]:
+        return f"{settings['stop_at_bad_epoch']} epochs without a gain on valid"
+    if len(rows) >= settings["max_epochs"]:
+        return f"{settings['max_epochs']} epochs"
+    return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(ORDER), help=f"comma-separated, from {', '.join(ORDER)}")
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
+    parser.add_argument("--tables-only", action="store_true")
+    args = parser.parse_args(argv)
+    names = [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}: choose from {', '.join(ORDER)}")
+    if not args.tables_only:
+        runtime.init(seed=1, mem=1536)
+        splits = load_splits()
+        seeds = {int(s) for s in args.seeds.split(",")}
+        for name, seed in PLAN:
+            if name in names and seed in seeds and \
+                    run(name, seed, splits, log=lambda line: print(line, flush=True)) is not None:
+                write_tables()
+    write_tables()
+
+
+def write_tables():
+    """bench/converge_tables.py in its own process: it reads the records as they are now
+    (and its code as it is now, so the tables can change while a long run goes on)."""
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("converge_tables.py"))])
+    if done.returncode:
+        print(f"converge_tables.py failed (exit {done.returncode}); the records are kept", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""bench/converge.py and converge_tables.py: the schedule, resuming, pair outcomes, intervals, tables.
+
+Runs use the first few hundred sentences of the course corpus and a model of 8 units,
+so a whole run takes seconds.
+"""
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+import converge  # noqa: E402  (bench/converge.py)
+import converge_inside  # noqa: E402
+import converge_tables  # noqa: E402
+
+from course import lm  # noqa: E402
+from course.agreement import agreement_accuracy, load_pairs  # noqa: E402
+from course.data import Vocab  # noqa: E402
+
+TINY = {"embed": 8, "hidden": 8, "dropout": 0.0}
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """A tiny LSTM and a tiny S-RNN in the plan, at most 3 epochs; 300 sentences per split."""
+    monkeypatch.setitem(converge.MODELS, "tiny-lstm", ("tiny LSTM", "lstm", TINY))
+    monkeypatch.setitem(converge.MODELS, "tiny-srnn", ("tiny S-RNN", "builder:srnn", TINY))
+    monkeypatch.setitem(converge.SCHEDULE, "max_epochs", 3)
+    return converge.load_splits(max_sentences=300)
+
+
+def test_a_run_stops_evaluates_its_best_epoch_and_is_not_trained_twice(tiny, tmp_path):
+    record = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
+    rows, final = record["epochs"], record["final"]
+    assert 1 <= len(rows) <= 3 and final["stopped"]
+    best = min(rows, key=lambda r: r["valid_ppl"])
+    assert final["best_epoch"] == best["epoch"]
+    assert final["valid_ppl"] == pytest.approx(best["valid_ppl"], rel=1e-6)   # the best checkpoint was scored
+    assert len(final["pairs"]) == 300 and set(final["pairs"]) <= set("10=")
+    for before, after in zip(rows, rows[1:]):          # halved exactly after the epochs without a gain
+        assert after["lr"] == before["lr_next"] == pytest.approx(before["lr"] * (1.0 if before["improved"] else 0.5))
+    saved = json.loads((tmp_path / "rec" / "tiny-lstm-s1.json").read_text())
+    assert saved["final"] == json.loads(json.dumps(final))
+    again = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300,
+                         log=None, after_epoch=lambda row: pytest.fail("trained again"))
+    assert again["final"] == saved["final"]
+
+
+def test_an_interrupted_run_continues_after_its_last_epoch(tiny, tmp_path):
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(row):
+        if row["epoch"] == 2:
+            raise Stop
+
+    args = ("tiny-srnn", 2, tiny, tmp_path / "rec", tmp_path / "work")
+    with pytest.raises(Stop):
+        converge.run(*args, max_sentences=300, log=None, after_epoch=stop_after_two)
+    partial = json.loads((tmp_path / "rec" / "tiny-srnn-s2.json").read_text())
+    assert len(partial["epochs"]) == 2 and "final" not in partial
+    record = converge.run(*args, max_sentences=300, log=None)
+    assert [r["epoch"] for r in record["epochs"]][:3] == [1, 2, 3][:len(record["epochs"])]
+    assert record["epochs"][:2] == partial["epochs"]
+    assert record["epochs"][2]["resumed"] and record["epochs"][2]["lr"] == partial["epochs"][1]["lr_next"]
+    assert "final" in record
+
+
+def test_a_record_of_other_settings_is_not_continued(tiny, tmp_path):
+    converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
+    converge.MODELS["tiny-lstm"] = ("tiny LSTM", "lstm", {**TINY, "hidden": 9})
+    with pytest.raises(ValueError, match="move it away"):
+        converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
+
+
+def test_an_ngram_baseline_is_scored_like_a_run(tiny, tmp_path):
+    record = converge.run("kn-bigram", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    assert record["epochs"] == [] and len(record["final"]["pairs"]) == 300
+    assert 1 < record["final"]["valid_ppl"] < 1000
+    again = converge.run("kn-bigram", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    assert again == json.loads(json.dumps(record))
+
+
+def test_stopping_rule():
+    settings = converge.SCHEDULE
+    good, bad = {"valid_ppl": 30.0, "improved": True}, {"valid_ppl": 31.0, "improved": False}
+    bad_epochs = settings["stop_at_bad_epoch"]
+    assert converge._stopped([good] + [bad, good] * (bad_epochs - 1), settings) is None
+    assert "without a gain" in converge._stopped([good] + [bad, good] * (bad_epochs - 1) + [bad], settings)
+    assert converge._stopped([good, {"valid_ppl": float("inf"), "improved": False}], settings) == "diverged"
+    assert converge._stopped([good] * settings["max_epochs"], settings) == f"{settings['max_epochs']} epochs"
+
+
+def test_pair_outcomes_count_as_course_agreement_does(tiny):
+    pairs = [p for p in load_pairs() if p.distance >= 11][:120]
+    model = lm.RNNLM(Vocab.build(converge.load_splits()["train"]), "lstm", 8, 8)
+    lm.train(model, tiny["train"], epochs=1, progress=False, log=None)
+    outcome = converge.pair_outcomes(model, pairs)
+    score = {"1": 1.0, "0": 0.0, "=": 0.5}
+    for task, result in agreement_accuracy(model, pairs).items():
+        mine = [score[c] for c, p in zip(outcome, pairs) if p.task == task]
+        assert result["all"]["accuracy"] == pytest.approx(np.mean(mine))
+
+
+def test_bootstrap_intervals():
+    rng = np.random.default_rng(0)
+    classes = np.array(["sg", "pl"] * 100)
+    constant = np.ones((3, 200), dtype=np.float32)
+    assert converge_tables.bootstrap(constant, classes, rng) == (1.0, 1.0, 1.0)
+    one_class_right = np.tile((classes == "sg").astype(np.float32), (2, 1))   # always the singular form
+    point, low, high = converge_tables.bootstrap(one_class_right, classes, rng)
+    assert point == low == high == 0.5                                       # balanced: chance
+    noisy = (rng.random((1, 200)) < 0.8).astype(np.float32)
+    point, low, high = converge_tables.bootstrap(noisy, classes, rng)
+    assert low < point < high and 0.05 < high - low < 0.2                   # about ±1.96 * 0.028
+    spread = np.vstack([noisy, np.ones((1, 200), dtype=np.float32)])          # two seeds that disagree
+    _, low2, high2 = converge_tables.bootstrap(spread, classes, rng)
+    assert high2 - low2 > high - low                                         # the seeds' spread widens it
+    assert converge_tables.mean_interval([1.0]) == (1.0, None, None)
+    mean, low, high = converge_tables.mean_interval([1.0, 2.0, 3.0])
+    assert mean == 2.0 and high - mean == pytest.approx(4.303 / 3 ** 0.5)
+
+
+def fake_record(model, seed, accuracy, ppl, rng, epochs=3):
+    pairs = "".join("1" if x < accuracy else "0" for x in rng.random(5000))
+    rows = [{"epoch": k, "train_ppl": ppl + 2 - k, "valid_ppl": ppl + 3 - k, "improved": True, "seconds": 60.0, "cpu_seconds": 50.0,
+             "finished_at": f"2026-01-01 00:0{k}:00"} for k in range(1, epochs + 1)]
+    return {"model": model, "seed": seed, "params": 1000, "epochs": rows,
+            "final": {"best_epoch": epochs, "stopped": "test", "valid_ppl": ppl, "test_ppl": ppl + 0.1,
+                      "pairs": pairs, "cpu_seconds": 10.0, "seconds": 12.0, "finished_at": "2026-01-01 00:09:00"}}
+
+
+def test_tables_state_goals_claims_and_which_runs_are_complete(tmp_path):
+    rng = np.random.default_rng(5)
+    records = tmp_path / "records"
+    records.mkdir()
+    runs = [("lstm", 1, 0.97, 22.0), ("lstm", 2, 0.96, 22.1), ("srnn", 1, 0.7, 26.0)]
+    for model, seed, accuracy, ppl in runs:
+        (records / f"{model}-s{seed}.json").write_text(json.dumps(fake_record(model, seed, accuracy, ppl, rng)))
+    unfinished = fake_record("gru", 1, 0.9, 23.0, rng)
+    del unfinished["final"]
+    (records / "gru-s1.json").write_text(json.dumps(unfinished))
+    (records / "arrows.json").write_text(json.dumps({"lstm-srnn-out": {"chance": 0.04}}))   # not a run record
+    (records / "train_fit.json").write_text(json.dumps({                                   # nor this
+        "lstm": {"seed": 1, "train_ppl": 21.0, "train_floor": 21.7}, "srnn": {"seed": 1, "train_ppl": 23.0, "train_floor": 21.7},
+        "gru": {"seed": 1, "train_ppl": 20.0, "train_floor": 21.7}}))                             # gru: unfinished, left out
+    summary = converge_tables.write(records, tmp_path / "out", quiet=True)
+    text = (tmp_path / "out" / "converge.md").read_text()
+    lstm = summary["models"]["lstm"]
+    assert lstm["seeds_complete"] == [1, 2] and summary["models"]["gru"]["seeds_running"] == [1]
+    assert "| LSTM | 1,000 | 2 of 3 |" in text and "0 of 3, seed 1 training" in text
+    far = lstm["agreement"]["number"]["distance"]["21+"]
+    assert far["count"] == 500 and far["low"] < far["balanced_accuracy"] < far["high"]
+    assert 0.94 < far["balanced_accuracy"] < 0.98
+    assert lstm["test_ppl"]["mean"] == pytest.approx(22.15)
+    assert "LSTM ≥ 0.95 on number agreement at 21+ words" in text and "**met**" in text
+    assert "The S-RNN's long-distance deficit" in text and "**shown** (the interval stays above 0)" in text
+    assert "S-RNN (= LSTM - GATES): test perplexity +17.8%" in text
+    # what limits the best model: below the floor on its training sentences, above it on valid
+    assert "has perplexity 21.00 on its training sentences, 0.968 × their floor (21.70), against 22.00 on valid" in text
+    assert "It has fitted the training split" in text
+    assert "(seed 1, best epoch): S-RNN (= LSTM - GATES) 23.00 / 26.00." in text and "GRU 20.00" not in text
+    assert (tmp_path / "out" / "converge_ppl.png").exists() and (tmp_path / "out" / "converge_agreement.png").exists()
+    assert json.loads((tmp_path / "out" / "converge.json").read_text())["models"]["srnn"]["seeds_complete"] == [1]
+
+
+def load_exported(path, vocab):
+    """A builder language model with the exported embeddings and recurrent weights (as a lecture does)."""
+    weights = np.load(path)
+    kind = str(weights["builder"])
+    model = lm.RNNLM(vocab, kind, weights["M"].shape[1], weights["b" if kind == "lstm" else "b_z"].shape[0]
+                     // (4 if kind == "lstm" else 1))
+    model.embeddings.init_from_array(weights["M"].astype(np.float32))
+    names = {"lstm": ("W_x", "W_h", "b"), "gru": ("W_xz", "W_hz", "b_z", "W_xr", "W_hr", "b_r", "W_xh", "W_hh", "b_h")}
+    for parameter, name in zip(model.layers[0].builder.get_parameters()[0], names[kind]):
+        parameter.set_value(weights[name].astype(np.float32))
+    return model
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_exported_weights_run_as_dynets_builder(tiny, tmp_path, monkeypatch, cell):
+    monkeypatch.setitem(converge.MODELS, "tiny", ("tiny", cell, {**TINY, "forget_bias": 0.0} if cell == "lstm" else TINY))
+    converge.run("tiny", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    path = converge_inside.export_weights("tiny", 1, tiny, records=tmp_path, work=tmp_path)
+    assert path.stat().st_size < 50_000
+    vocab = Vocab.build(tiny["train"])
+    hand = lm.RNNLM(vocab, converge.make_cell(cell, 0.0 if cell == "lstm" else None), 8, 8)
+    hand.pc.populate(str(tmp_path / "tiny-s1" / "best.dy"))
+    builder = load_exported(path, vocab)
+    ids = [[vocab.index(w)] for w in tiny["valid"][0]]
+    dy = converge.runtime.dynet()
+    dy.renew_cg()
+    expected = np.array([h.npvalue() for h in hand.hidden_states(ids)])
+    dy.renew_cg()
+    got = np.array([h.npvalue() for h in builder.hidden_states(ids)])
+    assert np.abs(expected).max() > 0.05
+    np.testing.assert_allclose(got, expected, atol=0.01)    # float16 weights
+
+
+def test_arrows_and_recorded_gates_of_a_weighted_sum(tiny, tmp_path, monkeypatch):
+    monkeypatch.setitem(converge.MODELS, "tiny", ("tiny", "lstm-srnn-out", TINY))
+    converge.run("tiny", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    model = converge_inside.load_best("tiny", 1, tiny, work=tmp_path)
+    pairs = converge_inside.far_number_pairs()[:30]
+    assert min(p.distance for p in pairs) >= converge_inside.FAR
+    found = converge_inside.arrows(model, pairs)
+    for score in ("max", "l2", "readout"):
+        counts = found[score]
+        assert 0 <= counts["cue"] + counts["previous"] <= 30      # the cue is never the word just before
+        assert counts["cue"] <= counts["cue_or_before"]
+        assert counts["low"] <= counts["cue_share"] <= counts["high"]
+    assert 0 < found["chance"] < 1 / converge_inside.FAR
+    path = converge_inside.record_gates(model, pairs[:2], tmp_path / "gates.npz")
+    saved = np.load(path)
+    meta = json.loads(str(saved["sentences"]))
+    assert [len(m["words"]) for m in meta] == [p.target_index + 1 for p in pairs[:2]]
+    assert saved["i0"].shape == saved["f0"].shape == saved["content0"].shape == (pairs[0].target_index + 2, 8)
+    assert saved["readout0"].shape == (8,)
+    assert 0 <= saved["f1"].min() and saved["f1"].max() <= 1
+
+
+def test_train_fit_scores_the_best_epoch_on_the_training_split(tiny, tmp_path, monkeypatch):
+    monkeypatch.setitem(converge.MODELS, "tiny", ("tiny", "lstm", TINY))
+    record = converge.run("tiny", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    fit = converge_inside.train_fit("tiny", 1, tiny, work=tmp_path)
+    model = converge_inside.load_best("tiny", 1, tiny, work=tmp_path)
+    assert lm.evaluate(model, tiny["valid"]) == pytest.approx(record["final"]["valid_ppl"], rel=1e-6)
+    assert fit["train_ppl"] == pytest.approx(lm.evaluate(model, tiny["train"]), rel=1e-6)
+    assert fit["train_ppl"] < record["final"]["valid_ppl"]          # 300 sentences, 3 epochs: it fits them better
+    assert 20 < fit["train_floor"] < 23 and converge_inside.finished("tiny", 1, tmp_path)
+
+
+def test_wilson_interval():
+    low, high = converge_inside.wilson(50, 100)
+    assert low == pytest.approx(0.404, abs=1e-3) and high == pytest.approx(0.596, abs=1e-3)
+    assert converge_inside.wilson(0, 20)[0] == pytest.approx(0.0, abs=1e-12)
