@@ -117,7 +117,8 @@ def test_a_very_long_line_is_cut_into_pieces_not_a_crash(tmp_path, env):
 
 def interrupt(env, args, epoch=1):
     """Start a run and send it a real SIGINT as soon as its progress bar shows batches
-    done in ``epoch`` (so that the signal lands in the middle of that epoch)."""
+    done in ``epoch`` (so that the signal lands in the middle of that epoch). The bar is
+    redrawn once a second: an epoch must last longer than that, or its first update is 100%."""
     child = subprocess.Popen([sys.executable, "-m", "course", *map(str, args)], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = ""
@@ -130,7 +131,7 @@ def interrupt(env, args, epoch=1):
     return child.returncode, seen + stdout.decode(), stderr.decode()
 
 
-EXACT = ["--max-sentences", "4000", "--batch-size", "2", "--epochs", "2", "--optimizer", "sgd",
+EXACT = ["--max-sentences", "4000", "--batch-size", "1", "--epochs", "2", "--optimizer", "sgd",
          "--lr", "0.5", "--dropout", "0.3", "--hidden", "16", "--embed", "16"]
 
 
@@ -165,7 +166,7 @@ def test_resume_with_adam_continues_but_says_its_moments_restart(tmp_path, env):
     """What is not exact: DyNet cannot save Adam's moment estimates, so they start again
     from zero on --resume; the finished epochs and the parameters are kept as saved."""
     out = tmp_path / "adam"
-    args = ["train", "--max-sentences", "4000", "--batch-size", "2", "--epochs", "2", "--hidden", "16",
+    args = ["train", "--max-sentences", "4000", "--batch-size", "1", "--epochs", "2", "--hidden", "16",
             "--embed", "16", "--out", out]
     code, stdout, _ = interrupt(env, args, epoch=2)
     assert code == 130 and "in epoch 2" in stdout
