@@ -1,5 +1,9 @@
-"""The setup files agree: conda and pip pins, the README's benchmark list and `make bench`."""
+"""The setup files agree: conda and pip pins, the README's benchmark list and `make bench`;
+the test runner keeps grouped tests together."""
+import os
 import re
+import subprocess
+import sys
 import tomllib
 
 from tests.conftest import ROOT
@@ -56,9 +60,6 @@ def test_xdist_groups_keep_their_tests_on_one_worker(tmp_path):
     graded class (xdist_group) run on one worker; pytest 9.2 with pytest-xdist 3.8 silently
     spread them over both (the renamed node ids were ignored), and test_hub then met a
     second hub without the class's work."""
-    import os
-    import subprocess
-    import sys
     (tmp_path / "test_grouped.py").write_text(GROUPED)
     for name in ("a", "b"):
         (tmp_path / f"test_other_{name}.py").write_text(OTHERS)
