@@ -281,6 +281,7 @@ def test_tables_state_the_ensemble_with_the_3_percent_goal(tmp_path):
     records = tmp_path / "records"
     records.mkdir()
     (records / "lstm-s1.json").write_text(json.dumps(fake_record("lstm", 1, 0.97, 24.0, rng)))
+    (records / "lstm-4x-s1.json").write_text(json.dumps(fake_record("lstm-4x", 1, 0.97, 22.5, rng)))
     pairs = "".join("1" if x < 0.9 else "0" for x in rng.random(5000))
     (records / "ensemble.json").write_text(json.dumps({
         "candidates": ["lstm-s1", "gru-s1"], "members": {"lstm-s1": 2, "gru-s1": 1}, "valid_ppl": 22.2,
@@ -289,4 +290,5 @@ def test_tables_state_the_ensemble_with_the_3_percent_goal(tmp_path):
     text = (tmp_path / "out" / "converge.md").read_text()
     assert "An ensemble of the finished runs" in text and "lstm-s1 x2, gru-s1" in text
     assert "1.029 × the floor: **within 3%**" in text
+    assert "4 times as many sentences" in text and "1.043 × the floor against 1.112 on the shipped split" in text
     assert 0.85 < float(re.search(r"Its number agreement at 21\+ words: ([0-9.]+) \[", text).group(1)) < 0.95
