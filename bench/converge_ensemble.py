@@ -1,11 +1,11 @@
 """The best the course's models reach together: an ensemble of the converged runs.
 
-An ensemble predicts each word with the average of its members' probabilities (members
-may repeat, which weights them). It is chosen on the valid split alone by greedy forward
-selection: start from the best single run, then add, one at a time, the run (any finished
-run of bench/converge.py, again if it helps) that lowers the ensemble's valid perplexity
-the most, until no addition lowers it by 0.1%. The test split is scored once, at the end.
-The agreement pairs are scored by the ensemble's sentence probabilities, as a single model's.
+An ensemble predicts each word with a weighted average of its members' probabilities (a
+linear interpolation of language models). The weights are fitted on the valid split alone,
+by expectation-maximisation (each step sets a member's weight to its average share of the
+probability the mixture gives the right words; the valid perplexity never rises), over every
+finished run of bench/converge.py. The test split is scored once, at the end. The agreement
+pairs are scored by the ensemble's sentence probabilities, as a single model's.
 
 Each run's log-probability of every word of valid, test and the pairs is kept beside its
 checkpoint (runs/converge/NAME-sSEED/logprobs.npz, not committed) and computed again when
@@ -30,9 +30,8 @@ from converge_inside import load_best
 from course import runtime
 
 OUT = RECORDS / "ensemble.json"
-MIN_GAIN = 0.001          # stop when the best addition lowers valid perplexity by less than 0.1%
-MAX_MEMBERS = 30
-
+EM_STEPS, EM_TOLERANCE = 1000, 1e-9      # stop when the valid log-likelihood per word gains less
+SHOWN = 0.01                             # members with a smaller weight are counted, not named
 
 def finished_runs(records=RECORDS) -> list:
     """(name, seed, record) of every finished neural run with a model."""
@@ -71,10 +70,11 @@ def logprobs(name: str, seed: int, record: dict, splits: dict, sentences: dict, 
     return {part: (arrays[part], arrays[part + "_lengths"]) for part in sentences}
 
 
-def mix(members: list, counts: np.ndarray) -> np.ndarray:
-    """log of the count-weighted mean of the members' probabilities, word by word."""
-    used = np.flatnonzero(counts)
-    stacked = np.stack([members[k] for k in used]) + np.log(counts[used] / counts.sum())[:, None]
+def mix(members: list, weights: np.ndarray) -> np.ndarray:
+    """log of the weighted mean of the members' probabilities, word by word (weights need not
+    sum to 1; a zero weight leaves a member out)."""
+    used = np.flatnonzero(weights)
+    stacked = np.stack([members[k] for k in used]) + np.log(weights[used] / weights.sum())[:, None]
     top = stacked.max(axis=0)
     return top + np.log(np.exp(stacked - top).sum(axis=0))
 
@@ -83,23 +83,21 @@ def ppl(lp: np.ndarray) -> float:
     return float(np.exp(-lp.mean()))
 
 
-def select(valid: list, min_gain=MIN_GAIN, max_members=MAX_MEMBERS) -> tuple:
-    """Greedy forward selection with replacement on valid: (counts, valid perplexity after each step)."""
-    counts = np.zeros(len(valid))
-    counts[int(np.argmin([ppl(v) for v in valid]))] = 1
-    steps = [ppl(mix(valid, counts))]
-    while counts.sum() < max_members:
-        trials = []
-        for k in range(len(valid)):
-            trial = counts.copy()
-            trial[k] += 1
-            trials.append(ppl(mix(valid, trial)))
-        k = int(np.argmin(trials))
-        if trials[k] > steps[-1] * (1 - min_gain):
+def fit_weights(valid: list, steps=EM_STEPS, tolerance=EM_TOLERANCE) -> tuple:
+    """Mixture weights maximising the valid likelihood, by EM from equal weights:
+    (weights, valid perplexity after each step)."""
+    logs = np.stack(valid)
+    weights = np.full(len(valid), 1.0 / len(valid))
+    history = []
+    for _ in range(steps):
+        joint = logs + np.log(np.maximum(weights, 1e-300))[:, None]
+        top = joint.max(axis=0)
+        mixture = top + np.log(np.exp(joint - top).sum(axis=0))
+        history.append(float(np.exp(-mixture.mean())))
+        weights = np.exp(joint - mixture).mean(axis=1)          # each member's share of the right words
+        if len(history) > 1 and math.log(history[-2] / history[-1]) < tolerance:
             break
-        counts[k] += 1
-        steps.append(trials[k])
-    return counts, steps
+    return weights / weights.sum(), history
 
 
 def sentence_sums(lp: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -119,17 +117,17 @@ def main():
     for k, (name, seed, record) in enumerate(runs, 1):
         scored.append(logprobs(name, seed, record, splits, sentences))
         print(f"[{k}/{len(runs)}] {name}-s{seed}: valid {ppl(scored[-1]['valid'][0]):.3f}", flush=True)
-    counts, steps = select([s["valid"][0] for s in scored])
-    chosen = np.flatnonzero(counts)
-    ensemble = {part: mix([s[part][0] for s in scored], counts) for part in sentences}
+    weights, history = fit_weights([s["valid"][0] for s in scored])
+    ensemble = {part: mix([s[part][0] for s in scored], weights) for part in sentences}
     right = sentence_sums(ensemble["right"], scored[0]["right"][1])
     wrong = sentence_sums(ensemble["wrong"], scored[0]["wrong"][1])
     floor = {s: floor_perplexity(s) for s in ("valid", "test")}
+    order = np.argsort(-weights)
     result = {
-        "how": __doc__.split("\n\n")[0] + " Chosen on valid by greedy forward selection with replacement.",
-        "candidates": [f"{name}-s{seed}" for name, seed, _ in runs],
-        "members": {f"{runs[k][0]}-s{runs[k][1]}": int(counts[k]) for k in chosen},
-        "valid_steps": steps,
+        "how": "A weighted average of the predicted probabilities of every finished run; the weights "
+               "fitted on valid by EM (bench/converge_ensemble.py).",
+        "weights": {f"{runs[k][0]}-s{runs[k][1]}": float(weights[k]) for k in order},
+        "em_steps": len(history), "valid_ppl_first_step": history[0],
         "valid_ppl": ppl(ensemble["valid"]), "test_ppl": ppl(ensemble["test"]),
         "valid_ratio": ppl(ensemble["valid"]) / floor["valid"], "test_ratio": ppl(ensemble["test"]) / floor["test"],
         "best_single": min(((f"{n}-s{s}", r["final"]["valid_ppl"], r["final"]["test_ppl"]) for n, s, r in runs),
@@ -138,10 +136,10 @@ def main():
         "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}
     OUT.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"ensemble of {int(counts.sum())} ({len(chosen)} runs): valid {result['valid_ppl']:.3f} "
-          f"({result['valid_ratio']:.3f} x floor), test {result['test_ppl']:.3f} ({result['test_ratio']:.3f} x floor); "
-          f"wrote {OUT.relative_to(ROOT)}")
-
+    print(f"ensemble of {len(runs)} runs (largest weights: "
+          + ", ".join(f"{key} {w:.2f}" for key, w in list(result["weights"].items())[:3])
+          + f"): valid {result['valid_ppl']:.3f} ({result['valid_ratio']:.3f} x floor), test {result['test_ppl']:.3f} "
+          f"({result['test_ratio']:.3f} x floor); wrote {OUT.relative_to(ROOT)}")
 
 if __name__ == "__main__":
     main()

@@ -287,10 +287,11 @@ def ensemble_goal(summary, pairs) -> list:
     found = summary.get("ensemble")
     if not found:
         return []
-    members = ", ".join(f"{key} x{count}" if count > 1 else key for key, count in found["members"].items())
-    line = (f"- **An ensemble of the finished runs** (bench/converge_ensemble.py: each word's probability "
-            f"averaged over {sum(found['members'].values())} members, chosen on valid by greedy forward "
-            f"selection from {len(found['candidates'])} runs: {members}): test perplexity "
+    named = [f"{key} {w:.2f}" for key, w in found["weights"].items() if w >= 0.01]
+    rest = len(found["weights"]) - len(named)
+    line = (f"- **An ensemble of the finished runs** (bench/converge_ensemble.py: each word's probability a "
+            f"weighted average over all {len(found['weights'])} runs, the weights fitted on valid: "
+            + ", ".join(named) + (f", {rest} more below 0.01" if rest else "") + f"): test perplexity "
             f"{found['test_ppl']:.2f}, {found['test_ratio']:.3f} × the floor: "
             + ("**within 3%**." if found["test_ratio"] <= GOAL_FLOOR else
                f"**not within 3%** ({found['test_ratio'] - GOAL_FLOOR:+.3f}); the best single run by valid, "
