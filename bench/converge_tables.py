@@ -315,8 +315,10 @@ def train_fit(summary, records, best) -> list:
         return []
     fit, valid = fits[best], records[best][fits[best]["seed"]]["final"]["valid_ppl"]
     floor = fit["train_floor"]
+    seen = ("the shipped training split (the first quarter of its training sentences)"
+            if MODELS[best][2].get("train_tokens") else "its training sentences")
     lines = [f"  What limits it: the same model (seed {fit['seed']}, its best epoch, no dropout when scored) "
-             f"has perplexity {fit['train_ppl']:.2f} on its training sentences, {fit['train_ppl'] / floor:.3f} × "
+             f"has perplexity {fit['train_ppl']:.2f} on {seen}, {fit['train_ppl'] / floor:.3f} × "
              f"their floor ({floor:.2f}), against {valid:.2f} on valid, {valid / summary['floor']['valid']:.3f} × "
              "its floor: " + ("below the grammar's own perplexity on the sentences it was trained on and above "
                               "it on new ones. It has fitted the training split, not only the grammar; the size of "
