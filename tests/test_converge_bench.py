@@ -4,6 +4,7 @@ Runs use the first few hundred sentences of the course corpus and a model of 8 u
 so a whole run takes seconds.
 """
 import json
+import re
 import sys
 
 import numpy as np
@@ -13,6 +14,7 @@ from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 import converge  # noqa: E402  (bench/converge.py)
+import converge_ensemble  # noqa: E402
 import converge_inside  # noqa: E402
 import converge_tables  # noqa: E402
 
@@ -237,3 +239,62 @@ def test_wilson_interval():
     low, high = converge_inside.wilson(50, 100)
     assert low == pytest.approx(0.404, abs=1e-3) and high == pytest.approx(0.596, abs=1e-3)
     assert converge_inside.wilson(0, 20)[0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_more_training_sentences_begin_with_the_shipped_split():
+    splits = converge.load_splits()
+    assert converge.training_sentences(splits, None) is splits["train"]
+    more = converge.training_sentences(splits, 1_100_000)
+    assert more[:len(splits["train"])] == [list(s) for s in splits["train"]]
+    assert len(more) > len(splits["train"]) and sum(len(s) + 1 for s in more) >= 1_100_000
+
+
+def test_an_ensemble_averages_probabilities_with_weights_fitted_on_valid():
+    a, b = np.log(np.array([0.5, 0.1, 0.4])), np.log(np.array([0.1, 0.5, 0.4]))
+    np.testing.assert_allclose(converge_ensemble.mix([a, b], np.array([1.0, 1.0])), np.log([0.3, 0.3, 0.4]))
+    np.testing.assert_allclose(converge_ensemble.mix([a, b], np.array([1.0, 0.0])), a)   # a zero weight: left out
+    np.testing.assert_allclose(converge_ensemble.mix([a, b], np.array([0.75, 0.25])), np.log([0.4, 0.2, 0.4]))
+    # c is the best alone; a and b each know what the other does not, so together they beat c
+    a, b = np.log(np.array([0.9, 0.05, 0.5] * 10)), np.log(np.array([0.05, 0.9, 0.5] * 10))
+    c = np.log(np.array([0.3, 0.3, 0.55] * 10))
+    weights, history = converge_ensemble.fit_weights([a, b, c])
+    assert weights.sum() == pytest.approx(1.0) and weights[0] == pytest.approx(weights[1], abs=1e-6)
+    assert weights[0] + weights[1] > 0.5                                   # a and b carry the mixture
+    assert all(later <= earlier + 1e-12 for earlier, later in zip(history, history[1:]))   # EM never worsens
+    best = converge_ensemble.ppl(converge_ensemble.mix([a, b, c], weights))
+    assert best < min(map(converge_ensemble.ppl, (a, b, c)))
+    for other in ([1, 1, 1], [1, 1, 0], [0, 0, 1], [2, 2, 1]):               # no other weighting does better
+        assert converge_ensemble.ppl(converge_ensemble.mix([a, b, c], np.array(other, float))) >= best * (1 - 1e-6)
+    same, _ = converge_ensemble.fit_weights([c, c])                          # a copy of itself: no gain
+    assert converge_ensemble.ppl(converge_ensemble.mix([c, c], same)) == pytest.approx(converge_ensemble.ppl(c))
+
+
+def test_ensemble_word_scores_are_the_models_own_and_cached(tiny, tmp_path, monkeypatch):
+    record = converge.run("tiny-lstm", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+    sentences = {"valid": tiny["valid"][:40], "test": tiny["test"][:40]}
+    scored = converge_ensemble.logprobs("tiny-lstm", 1, record, tiny, sentences, work=tmp_path)
+    model = converge_inside.load_best("tiny-lstm", 1, tiny, tmp_path)
+    lp, lengths = scored["valid"]
+    np.testing.assert_allclose(converge_ensemble.sentence_sums(lp, lengths),
+                               model.sentence_logprobs(sentences["valid"]), rtol=1e-5)
+    monkeypatch.setattr(converge_ensemble, "load_best", lambda *a: pytest.fail("scored again"))
+    again = converge_ensemble.logprobs("tiny-lstm", 1, record, tiny, sentences, work=tmp_path)
+    np.testing.assert_array_equal(again["test"][0], scored["test"][0])
+
+
+def test_tables_state_the_ensemble_with_the_3_percent_goal(tmp_path):
+    rng = np.random.default_rng(6)
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "lstm-s1.json").write_text(json.dumps(fake_record("lstm", 1, 0.97, 24.0, rng)))
+    (records / "lstm-4x-s1.json").write_text(json.dumps(fake_record("lstm-4x", 1, 0.97, 22.5, rng)))
+    pairs = "".join("1" if x < 0.9 else "0" for x in rng.random(5000))
+    (records / "ensemble.json").write_text(json.dumps({
+        "weights": {"lstm-s1": 0.7, "gru-s1": 0.295, "srnn-s1": 0.005}, "valid_ppl": 22.2,
+        "test_ppl": 22.3, "test_ratio": 22.3 / 21.68, "best_single": ["lstm-s1", 24.0, 24.1], "pairs": pairs}))
+    converge_tables.write(records, tmp_path / "out", quiet=True)
+    text = (tmp_path / "out" / "converge.md").read_text()
+    assert "An ensemble of the finished runs" in text and "lstm-s1 0.70, gru-s1 0.29, 1 more below 0.01)" in text
+    assert "1.029 × the floor: **within 3%**" in text
+    assert "4 times as many sentences" in text and "1.043 × the floor against 1.112 on the shipped split" in text
+    assert 0.85 < float(re.search(r"Its number agreement at 21\+ words: ([0-9.]+) \[", text).group(1)) < 0.95
