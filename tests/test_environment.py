@@ -33,7 +33,7 @@ def test_dynet_wheel_is_the_one_that_computes_one_minus_z():
 
 
 # hours on one core; rows that need a GPU machine; a night of training, and what needs its checkpoints
-NOT_IN_MAKE_BENCH = {"ptb.py", "gpu_speed.py", "converge.py", "converge_inside.py"}
+NOT_IN_MAKE_BENCH = {"ptb.py", "gpu_speed.py", "converge.py", "converge_inside.py", "converge_ensemble.py"}
 
 
 def test_readme_lists_every_benchmark_and_make_bench_runs_the_quick_ones():
