@@ -26,6 +26,7 @@ import numpy as np
 from common import ROOT
 from converge import DEPTH, MODELS, NGRAMS, RECORDS, WORK, load_splits
 from converge_inside import load_best
+from converge_tables import load_records
 
 from course import runtime
 
@@ -35,13 +36,9 @@ SHOWN = 0.01                             # members with a smaller weight are cou
 
 def finished_runs(records=RECORDS) -> list:
     """(name, seed, record) of every finished neural run with a model."""
-    runs = []
-    for path in sorted(Path(records).glob("*-s*.json")):
-        record = json.loads(path.read_text())
-        if record.get("model") in MODELS and record["model"] not in NGRAMS \
-                and math.isfinite(record.get("final", {}).get("valid_ppl", math.inf)):
-            runs.append((record["model"], record["seed"], record))
-    return runs
+    return [(name, seed, record) for name, runs in load_records(records).items() if name in MODELS and name not in NGRAMS
+            for seed, record in sorted(runs.items())
+            if math.isfinite(record.get("final", {}).get("valid_ppl", math.inf))]
 
 
 def texts(splits) -> dict:
@@ -75,8 +72,7 @@ def mix(members: list, weights: np.ndarray) -> np.ndarray:
     sum to 1; a zero weight leaves a member out)."""
     used = np.flatnonzero(weights)
     stacked = np.stack([members[k] for k in used]) + np.log(weights[used] / weights.sum())[:, None]
-    top = stacked.max(axis=0)
-    return top + np.log(np.exp(stacked - top).sum(axis=0))
+    return np.logaddexp.reduce(stacked, axis=0)
 
 
 def ppl(lp: np.ndarray) -> float:
@@ -91,8 +87,7 @@ def fit_weights(valid: list, steps=EM_STEPS, tolerance=EM_TOLERANCE) -> tuple:
     history = []
     for _ in range(steps):
         joint = logs + np.log(np.maximum(weights, 1e-300))[:, None]
-        top = joint.max(axis=0)
-        mixture = top + np.log(np.exp(joint - top).sum(axis=0))
+        mixture = np.logaddexp.reduce(joint, axis=0)
         history.append(float(np.exp(-mixture.mean())))
         weights = np.exp(joint - mixture).mean(axis=1)          # each member's share of the right words
         if len(history) > 1 and math.log(history[-2] / history[-1]) < tolerance:
