@@ -292,8 +292,9 @@ def ensemble_goal(summary, pairs) -> list:
         return []
     named = [f"{key} {w:.2f}" for key, w in found["weights"].items() if w >= 0.01]
     rest = len(found["weights"]) - len(named)
-    line = (f"- **An ensemble of the finished runs** (bench/converge_ensemble.py: each word's probability a "
-            f"weighted average over all {len(found['weights'])} runs, the weights fitted on valid: "
+    line = (f"- **An ensemble of {len(found['weights'])} finished runs** (bench/converge_ensemble.py, "
+            f"{found['finished_at'][:10]}: each word's probability a weighted average over those runs, the "
+            f"weights fitted on valid: "
             + ", ".join(named) + (f", {rest} more below 0.01" if rest else "") + f"): test perplexity "
             f"{found['test_ppl']:.2f}, {found['test_ratio']:.3f} × the floor: "
             + ("**within 3%**: the goal is met, by an ensemble." if found["test_ratio"] <= GOAL_FLOOR else
