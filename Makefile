@@ -4,9 +4,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 JOBS   ?= 2
-export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# JupyterHub's proxy, where `make proxy` installs it
+NODE_BIN := $(VENV)/node/node_modules/.bin
+export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/$(NODE_BIN):$(PATH)
 
-.PHONY: demo test bench install exercises release autograde feedback grades dynet-gpu clean
+.PHONY: demo test bench install proxy chromium exercises release autograde feedback grades dynet-gpu clean
 
 install: $(STAMP)
 
@@ -30,8 +32,20 @@ demo: $(STAMP)
 	$(PY) -m autograder.grade feedback --course runs/demo-course
 	$(PY) -m autograder.grade grades --course runs/demo-course
 
+## what the browser tests and the hub need beside Python, installed when missing: JupyterHub's
+## proxy (into .venv/node; no root needed) and Debian's chromium (apt-get, as root)
+proxy: $(STAMP)
+	@command -v configurable-http-proxy > /dev/null || { command -v npm > /dev/null && \
+	    npm install --silent --prefix $(VENV)/node configurable-http-proxy@5.3.0; } || \
+	    { echo "make: JupyterHub's proxy is missing and npm could not install it: install Node.js 20 (npm), then run make again" >&2; exit 2; }
+
+chromium:
+	@command -v chromium > /dev/null || { test "$$(id -u)" = 0 && command -v apt-get > /dev/null && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; } || \
+	    { echo "make: the browser tests need Debian's chromium: run 'sudo apt-get install chromium', then make again" >&2; exit 2; }
+
 ## make test: the whole test suite (both cores: DyNet uses one per process)
-test: $(STAMP)
+test: $(STAMP) proxy chromium
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup
 
 ## make exercises: regenerate exercises/ from solutions/ with nbgrader
@@ -73,7 +87,7 @@ ROSTER   ?= hub/roster.example
 HUB_ROOT ?= /srv/rnnlm-course
 HUB_IP   ?= 127.0.0.1
 HUB_PORT ?= 8000
-hub: $(STAMP)
+hub: $(STAMP) proxy
 	$(PY) -m hub.prepare --roster $(ROSTER) --root $(HUB_ROOT)
 	COURSE_HUB_ROOT=$(HUB_ROOT) COURSE_HUB_IP=$(HUB_IP) COURSE_HUB_PORT=$(HUB_PORT) \
 	    $(VENV)/bin/jupyterhub -f hub/jupyterhub_config.py

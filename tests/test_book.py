@@ -222,7 +222,7 @@ class _QuietHandler(book._BookHandler):
 def browser():
     playwright = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
-        pytest.fail("no chromium: `apt-get install -y chromium` (see .ci/run)")
+        pytest.fail("no chromium: `make test` installs it as root, or `sudo apt-get install chromium`")
     with playwright.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield chromium

@@ -291,10 +291,11 @@ def test_tables_state_the_ensemble_with_the_3_percent_goal(tmp_path):
     pairs = "".join("1" if x < 0.9 else "0" for x in rng.random(5000))
     (records / "ensemble.json").write_text(json.dumps({
         "weights": {"lstm-s1": 0.7, "gru-s1": 0.295, "srnn-s1": 0.005}, "valid_ppl": 22.2,
-        "test_ppl": 22.3, "test_ratio": 22.3 / 21.68, "best_single": ["lstm-s1", 24.0, 24.1], "pairs": pairs}))
+        "test_ppl": 22.3, "test_ratio": 22.3 / 21.68, "best_single": ["lstm-s1", 24.0, 24.1], "pairs": pairs,
+        "finished_at": "2026-11-24 08:45:33"}))
     converge_tables.write(records, tmp_path / "out", quiet=True)
     text = (tmp_path / "out" / "converge.md").read_text()
-    assert "An ensemble of the finished runs" in text and "lstm-s1 0.70, gru-s1 0.29, 1 more below 0.01)" in text
+    assert "An ensemble of 3 finished runs** (bench/converge_ensemble.py, 2026-11-24:" in text and "lstm-s1 0.70, gru-s1 0.29, 1 more below 0.01)" in text
     assert "1.029 × the floor: **within 3%**" in text
     assert "4 times as many sentences" in text and "1.043 × the floor against 1.112 on the shipped split" in text
     assert 0.85 < float(re.search(r"Its number agreement at 21\+ words: ([0-9.]+) \[", text).group(1)) < 0.95

@@ -10,7 +10,7 @@ feedback through formgrader's API; each student fetches it and reads their own s
 and check messages, and no hidden test. Screenshots of every step land in
 runs/hub-test/. Then the isolation between accounts, and the exchange attacks.
 
-Needs root, Debian's chromium and configurable-http-proxy (.ci/run installs them).
+Needs root, Debian's chromium and configurable-http-proxy (`make test` installs the last two).
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def requirements_missing() -> list:
     if not Path(CHROMIUM).exists():
         missing.append("Debian's chromium (apt-get install chromium)")
     if not shutil.which("configurable-http-proxy"):
-        missing.append("configurable-http-proxy (npm install -g configurable-http-proxy)")
+        missing.append("configurable-http-proxy (make proxy installs it)")
     return missing
 
 
@@ -80,7 +80,7 @@ def test_a_root_students_cannot_reach_is_refused(tmp_path):
 @pytest.fixture(scope="session")
 def hub():
     missing = requirements_missing()
-    assert not missing, "test_hub needs " + ", ".join(missing) + " (.ci/run installs them)"
+    assert not missing, "test_hub needs " + ", ".join(missing) + " (make test installs the proxy and chromium)"
     SHOTS.mkdir(parents=True, exist_ok=True)
     with LocalHub(students=["ada", "bob"], log_copy=SHOTS / "jupyterhub.log") as local:
         yield local
