@@ -30,6 +30,7 @@ nb_execution_raise_on_error = True                    # a failing lecture fails 
 nb_execution_show_tb = True
 nb_execution_excludepatterns = ["exercises/*"]        # students' notebooks: shown, not run
 nb_merge_streams = True
+nb_render_markdown_format = "myst"                    # a cell's displayed Markdown: tables too (CommonMark has none)
 
 html_theme = "sphinx_book_theme"
 html_title = project

@@ -277,12 +277,14 @@ def throughput_plot(batch_sizes, tokens_per_s, ax=None, title=None, label=None):
     return _finish(ax, label, title)
 
 
-def depth_plot(depths, values: dict, ylabel="perplexity", floor=None, logy=False, ax=None, title=None):
+def depth_plot(depths, values: dict, ylabel="perplexity", floor=None, logy=False, ax=None, title=None,
+               ymax=None):
     """A measure against the number of stacked layers, one line per variant.
 
     depths: the layer counts (x axis); values: ``{label: [one value per depth]}``
     (e.g. "no residual", "ResV", "ResV + ResL"); floor: a dashed line (the
-    corpus's floor perplexity), if given.
+    corpus's floor perplexity), if given; ymax: the top of the y axis, so that one
+    runaway value does not flatten the others: a value above it is written at the top.
     """
     depths = np.asarray(depths)
     ax = _axes(ax, (5.0, 3.5))
@@ -295,6 +297,14 @@ def depth_plot(depths, values: dict, ylabel="perplexity", floor=None, logy=False
         ax.axhline(floor, color="black", ls="--", lw=1.2, label=f"floor {floor:.1f}")
     if logy:
         ax.set_yscale("log")
+    if ymax is not None:
+        shown = [y for ys in values.values() for y in ys if y <= ymax] + ([floor] if floor is not None else [])
+        ax.set_ylim(min(shown) - 0.05 * (ymax - min(shown)), ymax)
+        for line, ys in zip(ax.get_lines(), values.values()):
+            for x, y in zip(depths, ys):
+                if y > ymax:
+                    ax.annotate(f"{y:.0f} ↑", (x, ymax), xytext=(0, -12), textcoords="offset points",
+                                ha="center", color=line.get_color(), fontsize=9)
     ax.set_xticks(depths)
     ax.set_xlabel("layers")
     ax.set_ylabel(ylabel)

@@ -181,6 +181,14 @@ def test_every_page_is_built_with_its_links(built):
 
 
 @pytest.mark.notebook
+def test_every_table_a_lecture_displays_is_a_table(built):
+    """A cell's displayed Markdown is rendered as MyST: in CommonMark a table stays a paragraph of pipes."""
+    for page in (built / "lectures").glob("*.html"):
+        assert "<p>| " not in page.read_text(), f"{page.name}: a displayed table shows as its Markdown source"
+    assert re.search(r"<th[^>]*>(<p>)?tokens trained", (built / "lectures" / "10_capstone.html").read_text())
+
+
+@pytest.mark.notebook
 def test_every_anchor_linked_from_an_exercise_exists(built):
     for _, cell in answer_cells("solutions"):
         for chapter, anchor in book.links_in(cell.source):
