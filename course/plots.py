@@ -292,7 +292,11 @@ def depth_plot(depths, values: dict, ylabel="perplexity", floor=None, logy=False
         ys = np.asarray(ys, dtype=float)
         if ys.shape != depths.shape:
             raise ValueError(f"{label}: {ys.shape[0]} values for {depths.shape[0]} depths")
-        ax.plot(depths, ys, marker="o", lw=1.5, label=label)
+        line, = ax.plot(depths, ys, marker="o", lw=1.5, label=label)
+        for x, y in zip(depths, ys):
+            if ymax is not None and y > ymax:
+                ax.annotate(f"{y:.0f} ↑", (x, ymax), xytext=(0, -12), textcoords="offset points",
+                            ha="center", color=line.get_color(), fontsize=9)
     if floor is not None:
         ax.axhline(floor, color="black", ls="--", lw=1.2, label=f"floor {floor:.1f}")
     if logy:
@@ -300,11 +304,6 @@ def depth_plot(depths, values: dict, ylabel="perplexity", floor=None, logy=False
     if ymax is not None:
         shown = [y for ys in values.values() for y in ys if y <= ymax] + ([floor] if floor is not None else [])
         ax.set_ylim(min(shown) - 0.05 * (ymax - min(shown)), ymax)
-        for line, ys in zip(ax.get_lines(), values.values()):
-            for x, y in zip(depths, ys):
-                if y > ymax:
-                    ax.annotate(f"{y:.0f} ↑", (x, ymax), xytext=(0, -12), textcoords="offset points",
-                                ha="center", color=line.get_color(), fontsize=9)
     ax.set_xticks(depths)
     ax.set_xlabel("layers")
     ax.set_ylabel(ylabel)
