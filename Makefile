@@ -15,7 +15,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e ".[grader,hub,book,test]"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -78,6 +78,7 @@ bench: $(STAMP)
 	$(PY) bench/capstone_budget.py --again
 	$(PY) bench/converge_tables.py
 	$(PY) bench/hub_load.py
+	$(PY) bench/platforms.py
 
 ## make hub: the course on a JupyterHub on this machine (as root; docs/teaching.md). ROSTER lists
 ## the accounts (hub/roster.example); HUB_ROOT is where the hub keeps everything; it listens on

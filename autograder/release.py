@@ -11,24 +11,59 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-INCLUDE = ["exercises", "lectures", "course", "data/course", "data/README.md",
+# bench/results: the measured tables, figures and exported weights the lectures read and cite
+INCLUDE = ["exercises", "lectures", "course", "data/course", "data/README.md", "bench/results",
            "pyproject.toml", "environment.yml", "LICENSE"]
 STUDENT_README = """# RNN language models with DyNet: student release
 
-Install once (Python 3.11 or 3.12):
+Lectures (`lectures/`, read them in order, 00 to 10) and graded exercises (`exercises/`, one
+per lecture), with the `course` package they use and the course's corpus. It runs on macOS,
+Windows and Linux, on a laptop CPU.
 
-    python3 -m venv .venv
-    .venv/bin/pip install -e .
-    .venv/bin/jupyter lab
+## Install, once
 
-Work through `exercises/` in order (00, 01, ...); the matching `lectures/` notebook
-explains each chapter. Fill in the cells that say `raise NotImplementedError`, run
-the visible checks, and before you submit use *Kernel > Restart Kernel and Run All
-Cells* (or `.venv/bin/nbgrader validate exercises/NN_topic.ipynb`) so that the
-notebook runs top to bottom. Submit the `.ipynb` file itself.
+You need Python 3.11, 3.12 or 3.13 (on an Intel Mac: 3.11, the only one DyNet has a wheel for
+there). In this folder:
 
-Graders run hidden checks on other inputs (batch sizes above 1, several steps,
-gradients), so make your functions general, not tuned to the visible examples.
+| | with venv | with conda |
+|---|---|---|
+| macOS, Linux | `python3 -m venv .venv` then `.venv/bin/pip install -e .` | `conda env create -f environment.yml` then `conda activate rnnlm-course` |
+| Windows (PowerShell) | `py -3.11 -m venv .venv` then `.venv\\Scripts\\pip install -e .` | the same two conda commands |
+
+This installs DyNet (`dyNET38`), NumPy, Matplotlib, JupyterLab and nbgrader's student tools,
+nothing else. Linux x86-64 with Python 3.11 or 3.12 gets DyNet 2.1; everywhere else DyNet 2.2,
+which refuses a plain number on the left of an expression: write `1 - z` as `-z + 1` and `2 * z`
+as `z * 2` (the error you would see says so too). Each notebook's first cell prints the
+versions it runs with.
+
+## Open
+
+`.venv/bin/jupyter lab` (Windows: `.venv\\Scripts\\jupyter lab`; conda: `jupyter lab`) opens
+JupyterLab in your browser. Work through `exercises/` in order; each answer cell names the
+lecture section it builds on, with a link above it. Fill in the cells that say
+`raise NotImplementedError`, then run the visible checks below them.
+
+## Check
+
+Before you submit, run *Kernel > Restart Kernel and Run All Cells*, or from a terminal in this
+folder: `.venv/bin/nbgrader validate exercises/05_gru.ipynb` (Windows:
+`.venv\\Scripts\\nbgrader validate exercises\\05_gru.ipynb`; conda: `nbgrader validate ...`).
+It runs the notebook top to bottom and reports the checks that fail. The grader runs hidden
+checks on other inputs (batch sizes above 1, several steps, gradients), so make your functions
+general, not tuned to the visible examples.
+
+## Submit
+
+On the course hub: the **Assignments** tab (Nbgrader > Assignments) lists each chapter; *Fetch*
+it, work in the fetched copy, and press *Submit*; feedback appears there after grading. Without a
+hub: hand in the notebook file (`exercises/NN_topic.ipynb`) and, where the exercise saves one, the
+folder `NN_topic_model/` beside it, as your instructor says.
+
+## The command line
+
+`python -m course train --help` trains the course's models outside Jupyter, e.g.
+`python -m course train --cell lstm --epochs 1 --out runs/lstm`. `bench/results/` holds the
+measured tables and figures the lectures cite.
 """
 
 

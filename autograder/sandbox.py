@@ -172,7 +172,9 @@ def describe(err: BaseException) -> str:
     line of the grader's code or a traceback."""
     frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename.startswith("<answer cell")]
     where = f" ({frames[-1].filename[1:-1]}, line {frames[-1].lineno})" if frames else ""
-    return f"{type(err).__name__}: {str(err)[:300]}{where}"
+    from course.runtime import explain           # e.g. `1 - z` on a DyNet that refuses it: the fix
+    hint = explain(err)
+    return f"{type(err).__name__}: {str(err)[:300]}{where}" + (f". {hint}" if hint else "")
 
 
 def run_submission(request: dict, inputs: dict, probes: dict):

@@ -434,7 +434,9 @@ def _where(err: Exception, path: Path) -> str:
     if frames:
         line = frames[-1].lineno
     message = err.msg if isinstance(err, SyntaxError) else err
-    return f"{type(err).__name__}: {message}" + (f" (line {line} of {path.name})" if line else "")
+    hint = runtime.explain(err)                   # `1 - x` on a DyNet that refuses it: the fix
+    return (f"{type(err).__name__}: {message}" + (f" (line {line} of {path.name})" if line else "")
+            + (f". {hint}" if hint else ""))
 
 
 def _state_size(cell: Cell, spec: str, path: Path) -> int:

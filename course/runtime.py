@@ -22,10 +22,22 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import secrets
 import sys
 import tempfile
 import threading
+
+#: What a DyNet release cannot do that a student meets; describe() names it, explain() gives the fix.
+KNOWN_LIMITS = {
+    "2.2": "a number on the left of an expression (1 - x, 2 * x) raises TypeError: write -x + 1, x * 2",
+}
+_NUMBER_ON_LEFT = re.compile(r"unsupported operand type\(s\) for ([-+*/]): '(?:int|float|bool|numpy\.\w+)' "
+                             r"and '_dynet\.\w*Expression'")
+_FIXES = {"-": "write `-x + 1` for `1 - x` (or `dy.ones(x.dim()[0]) - x`)",
+          "+": "write `x + 1` for `1 + x`",
+          "*": "write `x * 2` for `2 * x`",
+          "/": "write `dy.cdiv(dy.ones(x.dim()[0]), x)` for `1 / x`"}
 
 GPU_HELP = ('See the README section "GPU DyNet": the dyNET38 wheel is CPU-only; '
             "build a CUDA DyNet with `make dynet-gpu` and run the course from .venv-gpu.")
@@ -143,7 +155,38 @@ def _init(seed, mem, autobatch, gpu):
         raise GPUUnavailable("A GPU was requested (gpu=True, --gpu or COURSE_GPU=1) but this "
                              "DyNet was built without CUDA. " + GPU_HELP)
     config = {"seed": seed, "mem": mem, "autobatch": autobatch, "gpu": gpu}
+    _explain_in_notebook()
     return dynet
+
+
+def explain(error: BaseException) -> str | None:
+    """The cause and the fix of DyNet's TypeError for a number on the left of an expression
+    (dyNET38 2.2 refuses `1 - x`, which 2.1 computes), or None for any other error."""
+    match = _NUMBER_ON_LEFT.search(str(error)) if isinstance(error, TypeError) else None
+    if not match:
+        return None
+    return (f"This DyNet ({_dynet_version()}) cannot put a plain number on the left of an expression "
+            f"(`{match.group(1)}`): {_FIXES[match.group(1)]}. The value is the same, and the course's "
+            "checks accept both spellings.")
+
+
+def _explain_in_notebook():
+    """In Jupyter, add explain()'s fix to the error a student sees (the last line of the traceback)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "set_custom_exc"):
+        return
+
+    def show(shell, etype, value, tb, tb_offset=None):
+        hint = explain(value)
+        if hint and value.args and hint not in str(value.args[0]):
+            value.args = (f"{value.args[0]}\n{hint}",) + value.args[1:]
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+    shell.set_custom_exc((TypeError,), show)
 
 
 def dynet():
@@ -162,19 +205,26 @@ def device() -> str:
     return "GPU" if config["gpu"] else "CPU"
 
 
-def describe() -> str:
-    """One line with the versions and the device, for a notebook's first cell."""
-    import numpy
+def _dynet_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
     try:
-        dynet_version = version("dyNET38")
+        return version("dyNET38")
     except PackageNotFoundError:
-        dynet_version = version("dynet") if _has_dist("dynet") else "unknown"
+        return version("dynet") if _has_dist("dynet") else "unknown"
+
+
+def describe() -> str:
+    """One line with the versions and the device, for a notebook's first cell, and the
+    DyNet release's known limit where it has one."""
+    import numpy
+    dynet_version = _dynet_version()
+    limit = next((text for release, text in KNOWN_LIMITS.items()
+                  if dynet_version == release or dynet_version.startswith(release + ".")), None)
     settings = "DyNet not started in this process" if config is None else (
         f"seed {config['seed']}, {config['mem']} MB, autobatch {'on' if config['autobatch'] else 'off'}")
     where = f" on {device()}" if config is not None else ""
     return (f"Python {platform.python_version()} | DyNet {dynet_version}{where} | "
-            f"NumPy {numpy.__version__} | {settings}")
+            f"NumPy {numpy.__version__} | {settings}" + (f"\nDyNet {dynet_version}: {limit}" if limit else ""))
 
 
 def _has_dist(name: str) -> bool:

@@ -100,12 +100,12 @@ class LocalHub:
             self.users[name] = HubUser(self.url, name, self.passwords[name])
         return self.users[name]
 
-    def run_as(self, name, code: str):
+    def run_as(self, name, code: str, timeout: float = 120):
         """Run Python as NAME with its server's environment (what its terminal or kernel can do);
         the last line it prints is read as JSON."""
         reply = accounts.as_user(name, [str(self.layout.env / "bin" / "python"), "-c", code],
                                  cwd=self.layout.home(name), env=prepare.server_env(self.layout, name),
-                                 capture_output=True, text=True, timeout=120)
+                                 capture_output=True, text=True, timeout=timeout)
         if reply.returncode != 0:
             raise RuntimeError(f"as {name}: {reply.stderr[-2000:]}")
         return json.loads(reply.stdout.strip().splitlines()[-1])

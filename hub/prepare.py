@@ -80,7 +80,8 @@ def course_python() -> str:
 
 
 def build_env(layout: Layout):
-    """The course environment: the student release installed, nothing else (it pins jupyterhub)."""
+    """The course environment: the student release with the extras a hub's servers need (the
+    single-user server's jupyterhub; the grader's, for formgrader's autograde button)."""
     python = course_python()
     stamp = hashlib.sha256((layout.release / "pyproject.toml").read_bytes() + python.encode()).hexdigest()
     stamp_file = layout.env / ".course-release"
@@ -90,7 +91,7 @@ def build_env(layout: Layout):
     subprocess.run([python, "-m", "venv", "--without-pip", str(layout.env)], check=True)
     # this checkout's pip installs into it (faster than the interpreter's own, often older, pip)
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(layout.env / "bin" / "python"),
-                              "install", "--quiet", "-e", str(layout.release)], capture_output=True, text=True)
+                              "install", "--quiet", "-e", f"{layout.release}[hub,grader]"], capture_output=True, text=True)
     if install.returncode != 0:
         raise PrepareError(f"installing the course environment failed:\n{install.stderr[-3000:]}")
     stamp_file.write_text(stamp)

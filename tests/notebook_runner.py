@@ -40,3 +40,17 @@ def first_error(nb):
             if out.get("output_type") == "error":
                 return i, out["ename"]
     return None
+
+
+def with_answers(exercise: Path, solution: Path) -> nbformat.NotebookNode:
+    """The exercise as a student who solved it hands it in: each answer cell holds the
+    solution's code (solution markers removed); the visible checks stay as shipped."""
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(solution, as_version=4).cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.read(exercise, as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
+            cell.source = "\n".join(line for line in answers[grade_id].splitlines()
+                                    if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+    return nb

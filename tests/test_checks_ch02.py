@@ -89,7 +89,7 @@ def test_a_mistake_fails_the_checks_of_its_part_and_is_named(wrong, checks, hint
 
 def test_an_unknown_mistake_gets_the_part_and_the_step():
     def doubled_input(p, x, state):
-        return (dy.tanh(2 * (p["W_xh"] * x) + p["W_hh"] * state[0] + p["b_h"]),)
+        return (dy.tanh((p["W_xh"] * x) * 2 + p["W_hh"] * state[0] + p["b_h"]),)
     found = failing(doubled_input)
     assert set(found) == {"ch02.rnn_input", "ch02.rnn_step"}, found
     assert found["ch02.rnn_input"][0].startswith("h_t differs from step 1 on") and \

@@ -29,7 +29,7 @@ def rewritten(p, x, state):
     h_prev, c_prev = state
 
     def sigma(z):
-        return dy.cdiv(dy.ones(z.dim()[0], batch_size=z.dim()[1]), 1 + dy.exp(-z))
+        return dy.cdiv(dy.ones(z.dim()[0], batch_size=z.dim()[1]), dy.exp(-z) + 1)
 
     pre = {g: p["W_x" + g] * x + p["W_h" + g] * h_prev + p["b_" + g] for g in "uio"}
     c = c_prev + dy.cmult(sigma(pre["i"]), dy.tanh(pre["u"]))
@@ -50,7 +50,7 @@ def _variant(gate=dy.logistic, output_gate=None, cell=None, hidden=None, swap_io
 
 def misprinted_logistic(z):
     """Eq 52 as printed in the tutorial, 1 / (1 - exp(-x)): not in (0, 1) at all."""
-    return dy.cdiv(dy.ones(z.dim()[0], batch_size=z.dim()[1]), 1 - dy.exp(-z))
+    return dy.cdiv(dy.ones(z.dim()[0], batch_size=z.dim()[1]), -dy.exp(-z) + 1)
 
 
 MEMORY, OUTPUT, STEP, GRADIENTS, CAROUSEL = (f"ch03.lstm_{k}" for k in
@@ -65,7 +65,7 @@ MISTAKES = {
                          {OUTPUT: "check o_t (eq 49", STEP: "the output gate uses tanh"}),
     "input and output gates swapped": (_variant(swap_io=True),
                                        {MEMORY: SWAPPED, OUTPUT: "is o_t computed from W_xo", STEP: SWAPPED}),
-    "coupled gates (1 - i) * c_prev": (_variant(cell=lambda i, u, c: dy.cmult(i, u) + dy.cmult(1 - i, c)),
+    "coupled gates (1 - i) * c_prev": (_variant(cell=lambda i, u, c: dy.cmult(i, u) + dy.cmult(-i + 1, c)),
                                        {MEMORY: "multiplied by (1 - i_t)", STEP: "multiplied by (1 - i_t)",
                                         CAROUSEL: "constant error carousel"}),
     "previous cell dropped": (_variant(cell=lambda i, u, c: dy.cmult(i, u)),

@@ -1,4 +1,4 @@
-"""Chapter 05's checks pass the reference (and `1 - z` written naturally) and
+"""Chapter 05's checks pass the reference (and `1 - z` written naturally, on any DyNet) and
 fail plausible wrong GRUs, each exactly in the checks of the parts it breaks and
 with a message that names it: the sample class's NumPy answer (gradients only:
 its values are right), eq 59's weights exchanged, the reset gate in the wrong
@@ -30,7 +30,7 @@ def gate(p, g, x, h):
 def gru(p, x, state, interpolate, reset_inside=True, r_name="r", z_name="z", reset=True, bias=True):
     (h_prev,) = state
     r, z = gate(p, r_name, x, h_prev), gate(p, z_name, x, h_prev)
-    b = p["b_h"] if bias else 0 * p["b_h"]
+    b = p["b_h"] if bias else p["b_h"] * 0
     if reset_inside:                                  # eq 58: W_hh (r * h)
         read = dy.cmult(r, h_prev) if reset else h_prev
         candidate = dy.tanh(dy.affine_transform([b, p["W_xh"], x, p["W_hh"], read]))
@@ -39,9 +39,9 @@ def gru(p, x, state, interpolate, reset_inside=True, r_name="r", z_name="z", res
     return (interpolate(z, h_prev, candidate),)
 
 
-def one_minus_z_natural(p, x, state):
-    """How the tutorial writes eq 59; a plain number on the left works in dyNET38 2.1."""
-    return gru(p, x, state, lambda z, h, c: dy.cmult(1 - z, h) + dy.cmult(z, c))
+def one_minus_z_spelled_for_any_dynet(p, x, state):
+    """Eq 59 as the course writes it: -z + 1 is 1 - z, and dyNET38 2.2 computes it too."""
+    return gru(p, x, state, lambda z, h, c: dy.cmult(-z + 1, h) + dy.cmult(z, c))
 
 
 def one_minus_z_written_out(p, x, state):
@@ -50,23 +50,23 @@ def one_minus_z_written_out(p, x, state):
 
 def z_exchanged(p, x, state):
     """z close to 1 keeps the old state: the convention of other libraries, not eq 59's."""
-    return gru(p, x, state, lambda z, h, c: dy.cmult(z, h) + dy.cmult(1 - z, c))
+    return gru(p, x, state, lambda z, h, c: dy.cmult(z, h) + dy.cmult(-z + 1, c))
 
 
 def reset_after_matrix(p, x, state):
-    return gru(p, x, state, lambda z, h, c: dy.cmult(1 - z, h) + dy.cmult(z, c), reset_inside=False)
+    return gru(p, x, state, lambda z, h, c: dy.cmult(-z + 1, h) + dy.cmult(z, c), reset_inside=False)
 
 
 def gates_swapped(p, x, state):
-    return gru(p, x, state, lambda z, h, c: dy.cmult(1 - z, h) + dy.cmult(z, c), r_name="z", z_name="r")
+    return gru(p, x, state, lambda z, h, c: dy.cmult(-z + 1, h) + dy.cmult(z, c), r_name="z", z_name="r")
 
 
 def reset_left_out(p, x, state):
-    return gru(p, x, state, lambda z, h, c: dy.cmult(1 - z, h) + dy.cmult(z, c), reset=False)
+    return gru(p, x, state, lambda z, h, c: dy.cmult(-z + 1, h) + dy.cmult(z, c), reset=False)
 
 
 def candidate_without_bias(p, x, state):
-    return gru(p, x, state, lambda z, h, c: dy.cmult(1 - z, h) + dy.cmult(z, c), bias=False)
+    return gru(p, x, state, lambda z, h, c: dy.cmult(-z + 1, h) + dy.cmult(z, c), bias=False)
 
 
 def gru_in_numpy(p, x, state):
@@ -79,10 +79,54 @@ def gru_in_numpy(p, x, state):
     return (dy.inputTensor((1 - z) * H + z * candidate, batched=True),)
 
 
-@pytest.mark.parametrize("step", [reference_gru_step, one_minus_z_natural, one_minus_z_written_out])
+@pytest.mark.parametrize("step", [reference_gru_step, one_minus_z_spelled_for_any_dynet, one_minus_z_written_out])
 @pytest.mark.parametrize("name", NAMES)
 def test_right_answers_pass(name, step):
     assert problems(step, name) == []
+
+
+# How the grader runs a step (autograder/sandbox.py): traced, then replayed without student code.
+TRACED_NATURAL = """
+import json
+from course import runtime
+runtime.init(seed=1)
+import _dynet, dynet as dy
+from autograder import probes
+from autograder.probes import trace
+from autograder.reference import ch05_gru
+trace.install(dy, _dynet)
+
+
+def gru_step(p, x, state):          # eq 59 as the tutorial writes it: a number on the left
+    (h_prev,) = state
+    r = dy.logistic(dy.affine_transform([p["b_r"], p["W_xr"], x, p["W_hr"], h_prev]))
+    z = dy.logistic(dy.affine_transform([p["b_z"], p["W_xz"], x, p["W_hz"], h_prev]))
+    candidate = dy.tanh(dy.affine_transform([p["b_h"], p["W_xh"], x, p["W_hh"], dy.cmult(r, h_prev)]))
+    return (dy.cmult(1 - z, h_prev) + dy.cmult(z, candidate),)
+
+
+found = {}
+for check in ch05_gru.CHECKS:
+    inputs = check.make_inputs()
+    program = trace.trace_step({"gru_step": gru_step}, inputs)
+    found[check.name] = check.judge(probes.transported(trace.replay(program, inputs)), inputs)
+print(json.dumps(found))
+"""
+
+
+def test_one_minus_z_scores_as_the_reference_through_the_grader_on_any_dynet():
+    """`1 - z` and `-z + 1` get the same score: the grader traces the step and replays its
+    program with the number moved to the right (autograder/probes/trace.py), so even dyNET38
+    2.2, which refuses `1 - z` itself, grades the tutorial's spelling as eq 59."""
+    import json
+    import subprocess
+    import sys
+    from tests.conftest import ROOT
+    done = subprocess.run([sys.executable, "-c", TRACED_NATURAL], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(found) == set(NAMES) and not any(found.values()), found
 
 
 EXCHANGED = "z_t and 1 - z_t are exchanged"
@@ -134,11 +178,11 @@ def test_builder_reference_agrees_with_the_reference_cell():
 
 def test_a_step_that_returns_a_bare_expression_is_refused():
     with pytest.raises(TypeError, match="tuple of 1"):
-        problems(lambda p, x, state: one_minus_z_natural(p, x, state)[0])
+        problems(lambda p, x, state: one_minus_z_spelled_for_any_dynet(p, x, state)[0])
 
 
 def test_checks_are_registered_and_run_from_a_notebook():
     assert set(NAMES) <= set(grading.all_checks())
-    grading.check("ch05.gru_step", gru_step=one_minus_z_natural, points=1)
+    grading.check("ch05.gru_step", gru_step=one_minus_z_spelled_for_any_dynet, points=1)
     with pytest.raises(AssertionError, match="ch05.gru_step"):
         grading.check("ch05.gru_step", gru_step=z_exchanged)

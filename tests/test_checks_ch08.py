@@ -99,7 +99,7 @@ def ran_without_content_bias(p, x, state):
 
 def c_right_h_wrong(p, x, state):
     h, c = ref.lstm_minus_srnn_step(p, x, state)
-    return (2 * h, c)
+    return (h * 2, c)
 
 
 @pytest.mark.parametrize("function, wrong, says", [

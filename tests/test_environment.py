@@ -9,27 +9,49 @@ import tomllib
 from tests.conftest import ROOT
 
 
+def pyproject():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
 def pins_from_pyproject():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return sorted(project["dependencies"])
+    """Every pin: the student's dependencies and the instructor's extras."""
+    project = pyproject()
+    return sorted(set(project["dependencies"]).union(*project["optional-dependencies"].values()))
 
 
-def pins_from_environment():
-    lines = (ROOT / "environment.yml").read_text().splitlines()
-    pins = [m.group(1) for line in lines if (m := re.match(r"\s+- ([A-Za-z0-9_.\-]+==\S+)\s*$", line))]
-    return sorted(pins)
+def environment_pins(name):
+    lines = (ROOT / name).read_text().splitlines()
+    return sorted(m.group(1) for line in lines if (m := re.match(r"\s+- (dyNET38==\S+; .*|[A-Za-z0-9_.\-]+==\S+)\s*$", line)))
 
 
-def test_conda_environment_pins_match_pyproject():
-    assert pins_from_pyproject() == pins_from_environment()
+def test_conda_environments_pin_what_pyproject_pins():
+    """environment.yml is the student's set, environment-instructor.yml adds the extras."""
+    assert environment_pins("environment.yml") == sorted(pyproject()["dependencies"])
+    assert environment_pins("environment-instructor.yml") == pins_from_pyproject()
 
 
 def test_every_dependency_is_pinned_exactly():
     assert all("==" in dep for dep in pins_from_pyproject())
 
 
-def test_dynet_wheel_is_the_one_that_computes_one_minus_z():
-    assert "dyNET38==2.1" in pins_from_pyproject()
+def test_the_student_set_holds_nothing_of_the_instructors():
+    student = " ".join(pyproject()["dependencies"]).lower()
+    for tool in ["jupyterhub", "pamela", "sphinx", "myst", "pytest", "playwright", "nh3"]:
+        assert tool not in student, f"{tool} is an instructor's tool: it belongs in an extra"
+
+
+def test_dynet_is_chosen_per_platform():
+    """2.1 (it computes `1 - z`) where it has a wheel, Linux x86-64 with Python 3.11/3.12; 2.2
+    everywhere else. The markers are evaluated here for the five platforms and three Pythons."""
+    from packaging.requirements import Requirement
+    dynet = [Requirement(dep) for dep in pyproject()["dependencies"] if dep.startswith("dyNET38")]
+    for system, machine in [("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"),
+                            ("darwin", "x86_64"), ("win32", "AMD64")]:
+        for python in ["3.11", "3.12", "3.13"]:
+            env = {"sys_platform": system, "platform_machine": machine, "python_version": python}
+            chosen = [str(r.specifier) for r in dynet if r.marker.evaluate(env)]
+            want = "==2.1" if (system, machine) == ("linux", "x86_64") and python != "3.13" else "==2.2"
+            assert chosen == [want], (env, chosen)
 
 
 # hours on one core; rows that need a GPU machine; a night of training, and what needs its checkpoints

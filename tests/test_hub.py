@@ -332,3 +332,30 @@ def test_collect_takes_only_what_the_student_wrote(hub):
 
 def plant(hub, name, inbound, code):
     hub.run_as(name, f"import json, os\ninbound = {str(inbound)!r}\n{code}\nprint(json.dumps('ok'))")
+
+
+def test_a_student_runs_lecture_05_and_exercise_05_from_the_release(hub):
+    """What the hub serves is the student release in the course environment: as ada, with her
+    server's environment, lecture 05 and exercise 05 (her answers in it) run top to bottom, the
+    lecture reading the results it cites from the release."""
+    from tests.notebook_runner import with_answers
+    ada = hub.students[0]
+    home = hub.layout.home(ada)
+    solved = with_answers(hub.layout.release / "exercises" / "05_gru.ipynb", ROOT / "solutions" / "05_gru.ipynb")
+    nbformat.write(solved, home / "solved_05_gru.ipynb")
+    shutil.chown(home / "solved_05_gru.ipynb", ada)
+    code = f"""
+import json, shutil, nbformat
+from nbclient import NotebookClient
+shutil.copy({str(hub.layout.release / "lectures" / "05_gru.ipynb")!r}, "lecture_05_gru.ipynb")
+ran = {{}}
+for name in ["lecture_05_gru.ipynb", "solved_05_gru.ipynb"]:
+    nb = nbformat.read(name, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    ran[name] = [o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"]
+print(json.dumps(ran))
+"""
+    ran = hub.run_as(ada, code, timeout=600)
+    lecture, exercise = "\n".join(ran["lecture_05_gru.ipynb"]), "\n".join(ran["solved_05_gru.ipynb"])
+    assert "DyNet" in lecture and "largest |weighted sum - eq 59|" in lecture, lecture[:2000]
+    assert "gru_step: same outputs as dy.GRUBuilder" in exercise, exercise[:2000]

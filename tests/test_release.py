@@ -21,7 +21,9 @@ def text_files(root):
 
 
 def test_release_has_what_students_need(release):
-    for item in ["exercises", "lectures", "course/lm.py", "data/course/valid.txt", "pyproject.toml", "README.md"]:
+    for item in ["exercises", "lectures", "course/lm.py", "data/course/valid.txt", "pyproject.toml", "README.md",
+                 "environment.yml", "bench/results/converge.json", "bench/results/capstone_budget.json",
+                 "bench/results/converge/lstm-s1-weights.npz", "bench/results/converge/arrows.json"]:
         assert (release / item).exists(), item
     assert sorted(p.name for p in (release / "exercises").glob("*.ipynb")) == \
         sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
@@ -68,4 +70,19 @@ def test_release_has_no_grader_data(release):
     assert long_lines
     for path, text in text_files(release):
         assert not long_lines & set(text.splitlines()), f"{path} contains held-out sentences"
-    assert not list(release.rglob("*hidden*"))
+    heldout_names = {p.name for p in (ROOT / "autograder" / "heldout").iterdir()}
+    assert not [p for p in release.rglob("*") if p.name in heldout_names]
+
+
+def test_release_readme_says_how_on_every_platform_and_links_work_off_the_hub(release):
+    readme = (release / "README.md").read_text()
+    for words in ["macOS", "Windows", "Linux", "conda env create -f environment.yml", "pip install -e .",
+                  "nbgrader validate", "Assignments", "Submit"]:
+        assert words in readme, words
+    for path, text in text_files(release):
+        if path.suffix == ".ipynb" or path.name == "README.md":
+            assert "/services/book/" not in text, f"{path.relative_to(release)} links to a page only the hub serves"
+    lectures = {p.name for p in (release / "lectures").glob("*.ipynb")}
+    for path in (release / "exercises").glob("*.ipynb"):
+        for target in re.findall(r"\.\./lectures/(\w+\.ipynb)", path.read_text()):
+            assert target in lectures, f"{path.name} links to a lecture the release lacks: {target}"

@@ -16,6 +16,7 @@ builders, new parameters, ``renew_cg``) are refused while a step is traced.
 """
 from __future__ import annotations
 
+import numbers
 import operator
 
 import numpy as np
@@ -33,8 +34,18 @@ OPERATIONS = frozenset("""
     transpose zeroes zeros
     vanilla_lstm_c vanilla_lstm_gates vanilla_lstm_gates_concat vanilla_lstm_h
 """.split())
+
+
+# A number on the left of an expression (``1 - z``, ``2 * z``): dyNET38 2.1 computes it, 2.2 raises
+# TypeError. The same value written with the expression first, so that both spellings trace, replay
+# and score the same on either DyNet (-z + 1 is 1 - z exactly: negation is exact in floating point).
+def _add(a, b): return b + a if isinstance(a, numbers.Number) else a + b
+def _sub(a, b): return -b + a if isinstance(a, numbers.Number) else a - b
+def _mul(a, b): return b * a if isinstance(a, numbers.Number) else a * b
+
+
 #: Python's operators on expressions, as DyNet defines them (``1 - z`` included).
-OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+OPERATORS = {"add": _add, "sub": _sub, "mul": _mul,
              "truediv": operator.truediv, "pow": operator.pow, "neg": operator.neg,
              "getitem": operator.getitem}
 FUSED = frozenset({"vanilla_lstm_gates", "vanilla_lstm_gates_concat", "vanilla_lstm_c", "vanilla_lstm_h"})
@@ -63,12 +74,12 @@ class Traced:
     def __repr__(self):
         return f"expression {self.node} of the traced step, dim {self.expr.dim()}"
 
-    def __add__(self, other): return self.tape.apply("add", operator.add, (self, other))
-    def __radd__(self, other): return self.tape.apply("add", operator.add, (other, self))
-    def __sub__(self, other): return self.tape.apply("sub", operator.sub, (self, other))
-    def __rsub__(self, other): return self.tape.apply("sub", operator.sub, (other, self))
-    def __mul__(self, other): return self.tape.apply("mul", operator.mul, (self, other))
-    def __rmul__(self, other): return self.tape.apply("mul", operator.mul, (other, self))
+    def __add__(self, other): return self.tape.apply("add", _add, (self, other))
+    def __radd__(self, other): return self.tape.apply("add", _add, (other, self))
+    def __sub__(self, other): return self.tape.apply("sub", _sub, (self, other))
+    def __rsub__(self, other): return self.tape.apply("sub", _sub, (other, self))
+    def __mul__(self, other): return self.tape.apply("mul", _mul, (self, other))
+    def __rmul__(self, other): return self.tape.apply("mul", _mul, (other, self))
     def __truediv__(self, other): return self.tape.apply("truediv", operator.truediv, (self, other))
     def __rtruediv__(self, other): return self.tape.apply("truediv", operator.truediv, (other, self))
     def __pow__(self, other): return self.tape.apply("pow", operator.pow, (self, other))

@@ -191,7 +191,7 @@ def gru_step(p, x, state, record=None):
     r = _gate(p, "r", x, h_prev)
     z = _gate(p, "z", x, h_prev)
     h_tilde = dy.tanh(dy.affine_transform([p["b_h"], p["W_xh"], x, p["W_hh"], dy.cmult(r, h_prev)]))
-    h = dy.cmult(1 - z, h_prev) + dy.cmult(z, h_tilde)
+    h = dy.cmult(-z + 1, h_prev) + dy.cmult(z, h_tilde)   # 1 - z, as DyNet 2.2 computes it too
     if record is not None:
         record.update(r=r, z=z, content=h_tilde)
     return (h,)

@@ -40,7 +40,7 @@ def _pre(p, g, x, h):
 
 
 def misprinted_logistic(a):
-    return dy.cdiv(dy.ones(a.dim()[0], batch_size=a.dim()[1]), 1 - dy.exp(-a))
+    return dy.cdiv(dy.ones(a.dim()[0], batch_size=a.dim()[1]), -dy.exp(-a) + 1)
 
 
 def variant(gate=dy.logistic, content=dy.tanh, output_gate=None, swap_io=False,
@@ -65,7 +65,7 @@ SLIPS = {
     "content logistic": ("u_t uses the logistic; eq 47 squashes the update with tanh",
                          variant(content=dy.logistic)),
     "coupled": ("c_{t-1} is multiplied by (1 - i_t): eq 50 adds c_{t-1} unchanged (this LSTM has no "
-                "forget gate)", variant(memory=lambda i, u, c: dy.cmult(i, u) + dy.cmult(1 - i, c))),
+                "forget gate)", variant(memory=lambda i, u, c: dy.cmult(i, u) + dy.cmult(-i + 1, c))),
     "memory dropped": ("c_{t-1} is missing from c_t: eq 50 is c_t = i_t * u_t + c_{t-1}",
                        variant(memory=lambda i, u, c: dy.cmult(i, u))),
     "tanh output gate": ("the output gate uses tanh; eq 49 uses the logistic 1/(1 + exp(-x))",

@@ -55,8 +55,8 @@ def variant(exchanged=False, reset="inside", r_name="r", z_name="z"):
             read = dy.cmult(r, h_prev) if reset == "inside" else h_prev
             candidate = dy.tanh(dy.affine_transform([p["b_h"], p["W_xh"], x, p["W_hh"], read]))
         if exchanged:
-            return (dy.cmult(z, h_prev) + dy.cmult(1 - z, candidate),)
-        return (dy.cmult(1 - z, h_prev) + dy.cmult(z, candidate),)
+            return (dy.cmult(z, h_prev) + dy.cmult(-z + 1, candidate),)
+        return (dy.cmult(-z + 1, h_prev) + dy.cmult(z, candidate),)
     return step
 
 

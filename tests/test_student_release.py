@@ -1,0 +1,181 @@
+"""The student release as a student gets it: built, copied out of the repository, installed
+alone (the student's dependencies only) into a fresh virtual environment, once with dyNET38 2.1
+and once with 2.2 (the DyNet of macOS, Windows, Linux aarch64 and Python 3.13: its Linux x86-64
+wheel is built from the same source), and run there: every lecture, every exercise with the
+answers put back (its visible checks, not the hidden tests), `nbgrader validate` on a solved
+exercise, `python -m course train`, and the message a student gets for `1 - z` on DyNet 2.2.
+
+The two environments are built once per test run and shared by the xdist workers (a lock file
+beside pytest's per-worker folders); each costs a minute or two of pip with a warm cache.
+"""
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.release import build
+from tests.conftest import ROOT
+from tests.notebook_runner import with_answers
+
+DYNETS = ["2.1", "2.2"]
+LECTURES = sorted(p.name for p in (ROOT / "lectures").glob("*.ipynb"))
+EXERCISES = sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
+INSTRUCTOR_ONLY = ["jupyterhub", "pamela", "sphinx", "myst-nb", "pytest", "playwright", "nh3"]
+RUN_NOTEBOOK = """
+import sys, nbformat
+from pathlib import Path
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+path = Path(sys.argv[1])
+nb = nbformat.read(path, as_version=4)
+client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                        allow_errors=len(sys.argv) > 2)
+try:
+    client.execute()
+except CellExecutionError as err:
+    sys.exit(str(err)[-4000:])
+nbformat.write(nb, path)
+"""
+
+
+def student_environ():
+    """The student's shell: nothing of the repository or its environment on any path."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"PYTHONPATH", "VIRTUAL_ENV", "NBGRADER_EXECUTION", "JUPYTER_PATH",
+                        "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH"}}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not p.startswith(str(ROOT)))
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+class Student:
+    def __init__(self, home: Path):
+        self.home, self.release, self.venv = home, home / "course-release", home / "venv"
+        self.python = self.venv / "bin" / "python"
+
+    def run(self, *args, timeout=900, check=True, cwd=None):
+        done = subprocess.run([str(a) for a in args], cwd=cwd or self.release, env=student_environ(),
+                              capture_output=True, text=True, timeout=timeout)
+        if check:
+            assert done.returncode == 0, f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        return done
+
+    def execute(self, notebook: Path, allow_errors=False):
+        return self.run(self.python, "-c", RUN_NOTEBOOK, notebook, *(["errors"] if allow_errors else []),
+                        cwd=notebook.parent, check=False)
+
+
+def make_student(home: Path, dynet: str) -> Student:
+    student = Student(home)
+    build(student.release)
+    subprocess.run([sys.executable, "-m", "venv", str(student.venv)], check=True)
+    student.run(student.python, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    student.run(student.python, "-m", "pip", "install", "--quiet", "-e", ".")      # as the release README says
+    if dynet != "2.1":     # what pip installs on macOS, Windows, Linux aarch64 and Python 3.13
+        student.run(student.python, "-m", "pip", "install", "--quiet", f"dyNET38=={dynet}")
+    return student
+
+
+@pytest.fixture(scope="session", params=DYNETS, ids=[f"dynet{v}" for v in DYNETS])
+def student(request, tmp_path_factory):
+    shared = tmp_path_factory.getbasetemp().parent        # the same folder for every xdist worker
+    home = shared / f"student-dynet{request.param}"
+    with open(shared / f"student-dynet{request.param}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (home / "ready").exists():
+            home.mkdir(exist_ok=True)
+            make_student(home, request.param)
+            (home / "ready").touch()
+    return Student(home)
+
+
+def test_the_environment_is_the_students_alone(student):
+    dynet = student.home.name.removeprefix("student-dynet")
+    where = student.run(student.python, "-c", "import course, importlib.metadata as m; "
+                        "print(course.__file__); print(m.version('dyNET38'))", cwd=student.home).stdout.split()
+    assert Path(where[0]).is_relative_to(student.release) and where[1] == dynet
+    assert not student.release.is_relative_to(ROOT)
+    installed = student.run(student.python, "-m", "pip", "list", "--format=json").stdout
+    names = {p["name"].lower() for p in json.loads(installed)}
+    assert not names & set(INSTRUCTOR_ONLY), f"a student installs {names & set(INSTRUCTOR_ONLY)}"
+    assert {"nbgrader", "jupyterlab", "ipykernel", "dynet38"} <= names
+    cannot = student.run(student.python, "-c", "import autograder", check=False, cwd=student.home)
+    assert cannot.returncode != 0, "the grader is importable from the student's environment"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", LECTURES)
+def test_lecture_runs_in_the_release(student, name):
+    result = student.execute(student.release / "lectures" / name)
+    assert result.returncode == 0, f"lectures/{name} failed in the release:\n{result.stderr[-4000:]}"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", EXERCISES)
+def test_solved_exercise_runs_in_the_release(student, name):
+    answered = student.release / "exercises" / f"answered_{name}"
+    nbformat.write(with_answers(student.release / "exercises" / name, ROOT / "solutions" / name), answered)
+    result = student.execute(answered)
+    assert result.returncode == 0, f"exercises/{name} with its answers failed in the release:\n{result.stderr[-4000:]}"
+
+
+def test_nbgrader_validate_passes_a_solved_exercise_and_fails_the_stub(student):
+    answered = student.release / "exercises" / "validate_05_gru.ipynb"
+    nbformat.write(with_answers(student.release / "exercises" / "05_gru.ipynb", ROOT / "solutions" / "05_gru.ipynb"),
+                   answered)
+    passed = student.run(student.venv / "bin" / "nbgrader", "validate", answered, check=False)
+    assert "Success! Your notebook passes all the tests." in passed.stdout, passed.stdout[-3000:] + passed.stderr[-2000:]
+    stub = student.run(student.venv / "bin" / "nbgrader", "validate", student.release / "exercises" / "05_gru.ipynb",
+                       check=False)
+    assert "NotImplementedError" in stub.stdout, stub.stdout[-2000:]
+
+
+def test_the_command_line_trains_in_the_release(student, tmp_path):
+    out = tmp_path / "run"
+    student.run(student.python, "-m", "course", "train", "--cell", "gru", "--epochs", "1", "--max-sentences", "300",
+                "--embed", "16", "--hidden", "16", "--no-progress", "--out", out, timeout=600)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["test_ppl"] > 1
+
+
+def test_one_minus_z_is_computed_or_explained_where_the_student_writes_it(student):
+    """In a notebook on DyNet 2.2, `1 - z` fails with the cause and the fix in the error itself;
+    on 2.1 it computes. `-z + 1`, the course's spelling, works on both."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from course import runtime\ndy = runtime.init(seed=1)\nprint(runtime.describe())"),
+        nbformat.v4.new_code_cell("z = dy.inputVector([0.25, -2.0])\nprint((-z + 1).npvalue())"),
+        nbformat.v4.new_code_cell("print((1 - z).npvalue())")])
+    path = student.release / "exercises" / "one_minus_z.ipynb"
+    nbformat.write(nb, path)
+    student.execute(path, allow_errors=True)
+    cells = nbformat.read(path, as_version=4).cells
+    assert "[0.75 3.  ]" in cells[1].outputs[0]["text"]
+    outputs = cells[2].outputs
+    if student.home.name.endswith("2.1"):
+        assert "[0.75 3.  ]" in outputs[0]["text"]
+    else:
+        assert "DyNet 2.2: a number on the left" in cells[0].outputs[0]["text"]
+        error = next(o for o in outputs if o["output_type"] == "error")
+        assert error["ename"] == "TypeError" and "write `-x + 1` for `1 - x`" in error["evalue"], error
+
+
+def test_one_minus_x_in_a_cell_file_is_trained_or_explained_on_the_command_line(student, tmp_path):
+    (tmp_path / "mine.py").write_text(
+        "import dynet as dy\n\n\n"
+        "def leaky_shapes(d_in, d_h):\n    return {'W': (d_h, d_in)}\n\n\n"
+        "def leaky_step(p, x, state):\n    (h,) = state\n"
+        "    z = dy.logistic(p['W'] * x)\n    return (dy.cmult(1 - z, h) + z,)\n")
+    done = student.run(student.python, "-m", "course", "train", "--cell", f"{tmp_path / 'mine.py'}:leaky_step",
+                       "--epochs", "1", "--max-sentences", "50", "--embed", "8", "--hidden", "8", "--no-progress",
+                       "--out", tmp_path / "run", check=False, timeout=600)
+    if student.home.name.endswith("2.1"):
+        assert done.returncode == 0, done.stderr[-2000:]
+    else:
+        assert done.returncode != 0 and "write `-x + 1` for `1 - x`" in done.stderr, done.stderr[-2000:]
+        assert "line 11 of mine.py" in done.stderr, done.stderr[-2000:]
