@@ -428,7 +428,9 @@ def _style(name):
     base = name.removeprefix("builder-")
     index = ["srnn", "lstm", "lstm-noforget", "lstm-fb0", "gru", "lstm-large", "lstm-srnn", "lstm-srnn-out",
              "lstm-srnn-hidden", "ran-identity", "ran-tanh", "lstm-dropout", "lstm-4x"].index(base)
-    colour = colours[index % 10] if index < 10 else ("black", "saddlebrown", "darkgreen")[index - 10]
+    # past tab10: ran-tanh (with the ablations), the dropout LSTM and the 4x LSTM (with the chapters'
+    # cells, where tab10's brown and green are the large LSTM and the LSTM without forget gate)
+    colour = colours[index % 10] if index < 10 else ("black", "deeppink", "black")[index - 10]
     return {"color": colour, "ls": "--" if name.startswith("builder-") else "-"}
 
 
@@ -530,7 +532,7 @@ def write(records_dir=RECORDS, out=RESULTS, quiet=False) -> dict:
         "end. Embed 128, hidden 256, one layer, no dropout, unless the name says otherwise. "
         "Agreement: the 5,000 minimal pairs of data/course/agreement.tsv (500 per task and distance bucket, "
         "half of each class); accuracy is class-balanced (chance 0.5).",
-        f"Intervals (95%): {summary['intervals']}",
+        f"Intervals (95%):\n\n{summary['intervals']}",
         "## Results\n\n" + main_table(summary),
         "## The goals\n\n" + goals(summary, records, pairs),
         "## The papers' claims on this corpus\n\n" + claims(summary, records, pairs),

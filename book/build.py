@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from course import book  # noqa: E402
 
 BUILD = ROOT / "_build"
+RESULTS = ROOT / "bench" / "results"
 SRC, HTML = BUILD / "src", BUILD / "html"
 README_GUIDE = re.compile(r"\*\*Self-study readers\.\*\*.*?\n\n\|.*?\n(?=\n|\Z)", re.S)
 
@@ -111,10 +112,21 @@ def title_first(nb):
     nb.cells.insert(0, nb.cells.pop(index))
 
 
+def link_results(markdown: str) -> str:
+    """`bench/results/converge.md` (or .json, or ptb.png) -> a link to the book's page of that
+    table, where a reader checks the number (the JSON and the figures are shown on the .md page)."""
+    def link(m):
+        page = m[1] if (RESULTS / f"{m[1]}.md").exists() else None
+        return f"[`bench/results/{m[1]}.{m[2]}`](../results/{page}.md)" if page else m[0]
+    return re.sub(r"`bench/results/(\w+)\.(md|json|png)`", link, markdown)
+
+
 def link_chapters(markdown: str, chapter: str, names: dict) -> str:
-    """"chapter 04" -> a link to lecture 04; `exercises/05_gru.ipynb` -> a link to that page."""
+    """"chapter 04" -> a link to lecture 04; `exercises/05_gru.ipynb` -> a link to that page;
+    a cited results file -> its page in the book."""
     markdown = re.sub(r"`exercises/(\d\d_\w+)\.ipynb`",
                       lambda m: f"[`exercises/{m[1]}.ipynb`](../exercises/{m[1]}.ipynb)", markdown)
+    markdown = link_results(markdown)
 
     def chapter_link(m):
         other = m[2]
@@ -159,9 +171,8 @@ def exercise_page(path: Path, titles) -> str:
         f"*The graded notebook of [{titles[chapter]}](../lectures/{path.name}), shown here without "
         "outputs. Download it (the button at the top of this page) and work in Jupyter: fill in "
         "the cells that raise `NotImplementedError`; the visible checks below them tell you "
-        "whether you are on track. The first line of each answer cell links to the lecture "
-        f"section it applies: the course hub serves the book at `{book.BOOK_ROOT}`; in a "
-        "checkout, `python -m course.book` serves `_build/html/` at the same path.*"))
+        "whether you are on track. The first line of each answer cell names the lecture section "
+        "it applies (in Jupyter, the link above the cell opens that lecture).*"))
     # in the book, that first line is also a link above the cell (raw HTML: the browser test checks it)
     for index in reversed(range(len(nb.cells))):
         for chapter, anchor in book.links_in(nb.cells[index].source)[:1]:
@@ -171,14 +182,15 @@ def exercise_page(path: Path, titles) -> str:
     return nbformat.writes(nb)
 
 
-def index_page(titles, names) -> str:
+def index_page(titles, names, results=()) -> str:
     readme = (ROOT / "README.md").read_text()
     title = readme.splitlines()[0].lstrip("# ").strip()
     guide = README_GUIDE.search(readme)
     if not guide:
         raise BookError("README.md has no '**Self-study readers.**' paragraph followed by the "
                         "chapter table; the book's front page is made from it")
-    text = guide[0].replace("**Self-study readers.** ", "")
+    # a reader's introduction (book/intro.md), then the README's chapter table
+    text = (ROOT / "book" / "intro.md").read_text() + "\n| " + guide[0].split("\n| ", 1)[1]
     # the chapter table's rows become links to the chapters
     text = re.sub(r"^\| (\d\d) \| (.+?) \|$",
                   lambda m: f"| {m[1]} | [{m[2]}](lectures/{names[m[1]]}.ipynb) |"
@@ -187,12 +199,26 @@ def index_page(titles, names) -> str:
                                  + "\n".join(docs) + "\n```\n")
     exercises = [f"exercises/{names[c]}" for c in names if (ROOT / "exercises" / f"{names[c]}.ipynb").exists()]
     return (f"# {title}\n\n{text}\n"
-            "The lectures are executed when the book is built: every number, table and figure "
-            "below comes from the code above it. The data page describes the course corpus; "
-            "the bibliography lists the texts the lectures cite.\n\n"
+            "The data page describes the course corpus; the bibliography lists the texts the "
+            "lectures cite.\n\n"
             + toc("Lectures", [f"lectures/{names[c]}" for c in names])
             + toc("Exercises", exercises)
+            + toc("Results", list(results))
             + toc("Reference", ["data", "lectures/bibliography"]))
+
+
+def results_pages(src: Path) -> list:
+    """Every table of bench/results/ as a page of the book, with its figures: the numbers the
+    lectures cite, where a reader can check them. Returns the pages' names."""
+    names = []
+    for path in sorted(RESULTS.glob("*.md")):
+        write_if_changed(src / "results" / path.name, path.read_text())
+        names.append(f"results/{path.stem}")
+    for figure in sorted(RESULTS.glob("*.png")):
+        target = src / "results" / figure.name
+        if not target.exists() or target.read_bytes() != figure.read_bytes():
+            target.write_bytes(figure.read_bytes())
+    return names
 
 
 def data_page() -> str:
@@ -234,7 +260,8 @@ def assemble(src: Path = SRC) -> list:
         write_if_changed(src / "lectures" / path.name, text)
     for path in sorted((ROOT / "exercises").glob("[0-9][0-9]_*.ipynb")):
         write_if_changed(src / "exercises" / path.name, exercise_page(path, titles))
-    write_if_changed(src / "index.md", index_page(titles, names))
+    results = results_pages(src)
+    write_if_changed(src / "index.md", index_page(titles, names, results))
     write_if_changed(src / "data.md", data_page())
     write_if_changed(src / "lectures" / "bibliography.md", bibliography_page())
     return missing

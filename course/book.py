@@ -1,14 +1,18 @@
 """Links into the self-study book, the lectures rendered with their outputs (`make book`).
 
-Every link the course writes into an exercise or a feedback page has one form,
-``/services/book/lectures/05_gru.html#eq-59-is-a-weighted-average``: the path at which
-the course's JupyterHub serves the built book, so that on the hub the link opens
-from JupyterLab and from a feedback page alike. In a checkout the same pages are under
-``_build/html/`` (``_build/html/lectures/05_gru.html``), and
+The first line of every answer cell names its lecture relatively, so that it reads the same
+in a local JupyterLab, in the student release, on the hub and in the book::
+
+    # The lecture: ../lectures/05_gru.ipynb, eq 56
+    # The lecture: ../lectures/04_forget_gate.ipynb, section "1. What the forget gate does to the memory"
+
+(the Markdown cell above it holds the same as a link that JupyterLab opens). The book turns
+each into a link to the section's or equation's anchor (:func:`links_in`). Built, the book is
+in ``_build/html/`` (``_build/html/lectures/05_gru.html``), and
 
     python -m course.book            # serves _build/html at http://localhost:8000/services/book/
 
-serves them at the same path, so every link works there unchanged.
+serves it at the path a course hub would serve it at.
 """
 from __future__ import annotations
 
@@ -25,7 +29,9 @@ BOOK_ROOT = "/services/book/"
 #: where `make book` writes the book in a checkout
 BUILT = ROOT / "_build" / "html"
 
-LINK = re.compile(re.escape(BOOK_ROOT) + r"lectures/(?P<page>\d\d_\w+)\.html(?:#(?P<anchor>[\w-]+))?")
+#: an answer cell's first line: the lecture, then a section ("...") or an equation ([WS] eq 9)
+LECTURE_LINE = re.compile(r'# The lecture: \.\./lectures/(?P<page>\d\d_\w+)\.ipynb, '
+                          r'(?:section "(?P<section>[^"\n]+)"|(?P<equation>(?:\[\w+\] )?eq \w+))')
 
 
 def lecture_url(chapter: str, anchor: str = "", root: str = BOOK_ROOT) -> str:
@@ -62,8 +68,8 @@ def anchor(chapter: str, where: str) -> str:
 
 
 def links_in(text: str) -> list[tuple[str, str]]:
-    """The ``(chapter, anchor)`` of every book link in a text (a cell's source, a page)."""
-    return [(m["page"], m["anchor"] or "") for m in LINK.finditer(text)]
+    """The ``(chapter, anchor)`` of every lecture line in a text (an answer cell's source)."""
+    return [(m["page"], anchor(m["page"], m["section"] or m["equation"])) for m in LECTURE_LINE.finditer(text)]
 
 
 class _BookHandler(http.server.SimpleHTTPRequestHandler):

@@ -437,11 +437,18 @@ def budget_curves(runs: dict, floor=None, thresholds=None, ax=None, title=None):
         ax.plot(seconds, values, marker="o", ms=3, lw=1.5, label=str(label))
     for label, value in (thresholds or {}).items():
         ax.axhline(value, color="grey", ls=":", lw=1)
-        ax.annotate(str(label), (1.0, value), xycoords=("axes fraction", "data"), xytext=(-4, 2),
-                    textcoords="offset points", ha="right", fontsize=8, color="grey")
+        # at the left, above its line, on a white patch: no curve strikes the label through
+        ax.annotate(str(label), (0.0, value), xycoords=("axes fraction", "data"), xytext=(4, 2),
+                    textcoords="offset points", ha="left", va="bottom", fontsize=8, color="dimgrey",
+                    bbox=dict(facecolor="white", edgecolor="none", pad=0.5), zorder=5)
     if floor is not None:
         ax.axhline(floor, color="black", lw=1.2, label=f"floor {floor:.1f}")
     ax.set_yscale("log")
+    # a log axis over less than a decade gets one labelled tick by default: label 1, 2 and 5 x 10^k
+    from matplotlib import ticker
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel("training time (CPU seconds)")
     ax.set_ylabel("held-out perplexity")
     ax.legend(frameon=False, fontsize=9)

@@ -175,6 +175,18 @@ def instructor_course(layout: Layout, instructor: str, students: list):
                      cwd=course, env=server_env(layout, instructor), check=True)
 
 
+def link_lectures(layout: Layout, students: list):
+    """~/lectures in every student's home: the release's lectures (read-only), where the link
+    above each answer cell (../lectures/NN_topic.ipynb, from ~/NN_topic/) finds them. A folder
+    the student made there is left alone."""
+    for name in students:
+        link = layout.home(name) / "lectures"
+        if link.is_symlink():
+            link.unlink()
+        if not link.exists():
+            link.symlink_to(layout.release / "lectures", target_is_directory=True)
+
+
 def prepare(layout: Layout, roster: Path) -> dict:
     members = accounts.read_roster(roster)
     check_reachable(layout.root)
@@ -189,6 +201,7 @@ def prepare(layout: Layout, roster: Path) -> dict:
     write_role_configs(layout, roles["instructor"])
     make_exchange(layout, roles["instructor"])
     instructor_course(layout, roles["instructor"], roles["students"])
+    link_lectures(layout, roles["students"])
     return roles
 
 

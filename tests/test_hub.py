@@ -340,6 +340,10 @@ def test_a_student_runs_lecture_05_and_exercise_05_from_the_release(hub):
     lecture reading the results it cites from the release."""
     from tests.notebook_runner import with_answers
     ada = hub.students[0]
+    # the link above each answer cell, ../lectures/05_gru.ipynb from ~/05_gru/, opens in her server
+    hub.login(ada).start_server()
+    lecture = hub.login(ada).read_file("lectures/05_gru.ipynb")["content"]
+    assert any("Eq 59 is a weighted average" in c["source"] for c in lecture["cells"])
     home = hub.layout.home(ada)
     solved = with_answers(hub.layout.release / "exercises" / "05_gru.ipynb", ROOT / "solutions" / "05_gru.ipynb")
     nbformat.write(solved, home / "solved_05_gru.ipynb")
