@@ -325,5 +325,5 @@ def plot_agreement(results, ax=None, label=None, tasks=TASKS):
     ax.set_xlabel("distance from cue to target (tokens)")
     ax.set_ylabel("accuracy (class-balanced)")
     ax.set_title("Agreement accuracy by distance")
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="lower left", fontsize=10, frameon=False)   # reading size, as the other panels
     return ax

@@ -340,18 +340,25 @@ def unit_lines(curves: dict, positions=None, labels=None, marks=None, ax=None, t
     positions: x values (default 0, 1, 2, ...); labels: tick labels for them (e.g. the words).
     marks:     ``{position: text}``, dotted vertical lines (e.g. an agreement's cue and target).
     """
-    ax = _axes(ax, (6.0, 3.2))
     length = len(next(iter(curves.values())))
+    ax = _axes(ax, (max(6.0, 0.18 * length + 1.5), 3.4))     # room for a word per position
     xs = np.arange(length) if positions is None else np.asarray(positions)
     for label, values in curves.items():
         values = np.asarray(values, dtype=float)
         if values.shape != xs.shape:
             raise ValueError(f"{label}: {values.shape[0]} values for {xs.shape[0]} positions")
         ax.plot(xs, values, marker="o" if length <= 40 else None, ms=3, lw=1.5, label=str(label))
-    for position, text in (marks or {}).items():
+    middle = (xs[0] + xs[-1]) / 2
+    for k, (position, text) in enumerate(sorted((marks or {}).items())):
         ax.axvline(position, color="grey", ls=":", lw=1)
-        ax.annotate(text, (position, 1.0), xytext=(2, -10), textcoords="offset points", fontsize=8)
-    if labels is not None:
+        # on the side of the line away from the nearer edge, one line lower per mark: no two collide
+        right_half = position > middle
+        ax.annotate(text, (position, 1.0), xytext=(-3 if right_half else 3, -10 - 11 * k),
+                    textcoords="offset points", fontsize=8, ha="right" if right_half else "left",
+                    bbox=dict(facecolor="white", edgecolor="none", pad=0.5), zorder=5)
+    if labels is not None and positions is None:
+        _word_ticks(ax, "x", labels, rotation=90)
+    elif labels is not None:
         ax.set_xticks(xs, labels=list(labels), rotation=90)
     ax.set_ylim(0.0, 1.02)
     ax.set_xlabel(xlabel)

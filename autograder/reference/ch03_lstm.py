@@ -43,16 +43,16 @@ def misprinted_logistic(a):
     return dy.cdiv(dy.ones(a.dim()[0], batch_size=a.dim()[1]), -dy.exp(-a) + 1)
 
 
-def variant(gate=dy.logistic, content=dy.tanh, output_gate=None, swap_io=False,
-            memory=lambda i, u, c: dy.cmult(i, u) + c, squash=dy.tanh):
+def variant(gate=dy.logistic, content=dy.tanh, output_gate=None, input_gate=None, swap_io=False,
+            memory=lambda i, u, c: dy.cmult(i, u) + c, squash=dy.tanh, old_memory=False):
     """The LSTM of eqs 47-51 with one part replaced: a slip."""
     def step(p, x, state):
         h_prev, c_prev = state
         u = content(_pre(p, "u", x, h_prev))
-        i = gate(_pre(p, "o" if swap_io else "i", x, h_prev))
+        i = (input_gate or gate)(_pre(p, "o" if swap_io else "i", x, h_prev))
         o = (output_gate or gate)(_pre(p, "i" if swap_io else "o", x, h_prev))
         c = memory(i, u, c_prev)
-        return (dy.cmult(o, squash(c)), c)
+        return (dy.cmult(o, squash(c_prev if old_memory else c)), c)
     return step
 
 
@@ -66,6 +66,11 @@ SLIPS = {
                          variant(content=dy.logistic)),
     "coupled": ("c_{t-1} is multiplied by (1 - i_t): eq 50 adds c_{t-1} unchanged (this LSTM has no "
                 "forget gate)", variant(memory=lambda i, u, c: dy.cmult(i, u) + dy.cmult(-i + 1, c))),
+    "u and i exchanged": ("u_t and i_t have each other's function: the input gate is the logistic "
+                          "(eq 48, which a bias of -30 shuts) and the update u_t the tanh (eq 47)",
+                          variant(content=dy.logistic, input_gate=dy.tanh)),
+    "h from c_prev": ("h_t is o_t * tanh(c_{t-1}): eq 51 squashes the new memory, h_t = o_t * tanh(c_t)",
+                      variant(old_memory=True)),
     "memory dropped": ("c_{t-1} is missing from c_t: eq 50 is c_t = i_t * u_t + c_{t-1}",
                        variant(memory=lambda i, u, c: dy.cmult(i, u))),
     "tanh output gate": ("the output gate uses tanh; eq 49 uses the logistic 1/(1 + exp(-x))",
@@ -104,7 +109,8 @@ CHECKS = [
     steps.values_check(
         "ch03.lstm_memory", "lstm_step", CELL, seed=SEED, indices=[1],
         tweak=steps.set_params(**{"W_h*": 0.0, "b_i": [(steps.FIRST, steps.SHUT)]}),
-        slips=slips("i and o swapped", "misprinted logistic", "content logistic", "coupled", "memory dropped"),
+        slips=slips("i and o swapped", "misprinted logistic", "content logistic", "u and i exchanged", "coupled",
+                    "memory dropped"),
         groups=[(1, steps.FIRST, "with the input gate shut (b_i = -30, so i_t = 0) the memory cell must keep "
                                  "c_{t-1} (eq 50: c_t = i_t * u_t + c_{t-1}): does i_t read W_xi, W_hi, b_i?"),
                 (1, steps.SECOND, "c_t = i_t * u_t + c_{t-1} differs where the input gate is open: check u_t "

@@ -194,27 +194,36 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= VALUE_RTOL * abs(b)
 
 
-def _not_one_number(numbers: dict) -> list[str]:
+def _not_one_number(numbers: dict, inputs: dict) -> list[str]:
     if numbers["size"] != 1 or numbers["batch"] != 1:
         return [f"masked_batch_nll must return one number for the whole batch (dim ((1,), 1)); it "
                 f"returned {int(numbers['size'])} value(s) x batch size {int(numbers['batch'])}: "
-                "sum over the time steps, and sum the batch with dy.sum_batches"]
+                "sum over the time steps, and sum the batch with dy.sum_batches"
+                + (" (one value per sentence: is a mask built with "
+                   "dy.inputTensor(mask, batched=True)?)" if numbers["size"] == len(inputs["sentences"]) else "")]
     return []
 
 
 def judge_masked_nll(numbers: dict, inputs: dict) -> list[str]:
-    if _not_one_number(numbers):
-        return _not_one_number(numbers)
+    if _not_one_number(numbers, inputs):
+        return _not_one_number(numbers, inputs)
     got, ref = float(numbers["value"]), one_at_a_time(inputs)["value"]
     if _close(got, ref):
         return []
     masks = np.asarray(inputs["masks"], dtype=float)
     last_unmasked = masks.copy()
     last_unmasked[-1] = 1.0
+    late = np.vstack([np.ones_like(masks[:1]), masks[:-1]])     # the input word's mask, not the target's
+    early = np.vstack([masks[1:], np.zeros_like(masks[:1])])
     for hint, other in (("the padded positions were counted: multiply each step's losses by that "
                          "step's mask before summing", np.ones_like(masks)),
                         ("the last time step's losses are not masked: multiply every step's losses, "
-                         "the last one too, by that step's mask", last_unmasked)):
+                         "the last one too, by that step's mask", last_unmasked),
+                        ("the masks are one step late: step t's losses are multiplied by step t-1's mask "
+                         "(whether the word read is real); use masks[t], which says whether targets[t] is",
+                         late),
+                        ("the masks are one step early: step t's losses are multiplied by step t+1's mask; "
+                         "use masks[t], the mask of the same step as targets[t]", early)):
         if _close(got, padded_value(inputs, other)):
             return [hint]
     n_predictions = sum(len(s) + 1 for s in inputs["sentences"])
@@ -227,8 +236,8 @@ def judge_masked_nll(numbers: dict, inputs: dict) -> list[str]:
 
 
 def judge_masked_nll_gradients(numbers: dict, inputs: dict) -> list[str]:
-    if _not_one_number(numbers):
-        return _not_one_number(numbers)
+    if _not_one_number(numbers, inputs):
+        return _not_one_number(numbers, inputs)
     want = one_at_a_time(inputs)
     grads = {name: np.asarray(numbers["grads"].get(name, np.zeros_like(g))) for name, g in want["grads"].items()}
     if not _close(float(numbers["value"]), want["value"]):       # ch06.masked_nll says what is wrong

@@ -236,6 +236,12 @@ def lstm_output_check(name: str, cell_name: str, *, seed: int, gate_eq: str, lec
         want = np.array([sigmoid(p["W_xo"] @ x + p["b_o"][:, None]) * np.tanh(got[t, 1])
                          for t, x in enumerate(inputs["xs"])])
         wrong = ~(np.abs(got[:, 0] - want) <= probes.ATOL)        # NaN is wrong too
+        c_prev = np.concatenate([np.asarray(inputs["state0"][1])[None], got[:-1, 1]])
+        from_old = np.array([sigmoid(p["W_xo"] @ x + p["b_o"][:, None]) * np.tanh(c_prev[t])
+                             for t, x in enumerate(inputs["xs"])])
+        if wrong.any() and np.all(np.abs(got[:, 0] - from_old) <= probes.ATOL):
+            return ["h_t is o_t * tanh(c_{t-1}), from the old memory: eq 51 squashes the new one, "
+                    "h_t = o_t * tanh(c_t)"]
         if wrong[:, FIRST].any():
             return ["with b_o = +30 the output gate is open (o_t = 1), so h_t must be tanh(c_t): is o_t "
                     "computed from W_xo, W_ho, b_o, and c_t squashed with tanh?"]
