@@ -34,15 +34,18 @@ Two kinds of request:
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import io
 import json
 import os
 import pickle
 import pkgutil
+import shutil
 import signal
 import sys
 import sysconfig
+import tempfile
 import threading
 import traceback
 import types
@@ -130,6 +133,26 @@ def preload(request: dict) -> dict:
         probes[item["check"]] = (getattr(importlib.import_module(module), function),
                                  item["probe"] in autograder.probes.TRACED)
     return probes
+
+
+def scratch_space(workdir: Path, megabytes: int) -> Path:
+    """The only folder student code may write: a tmpfs of ``megabytes`` in the
+    sandbox's own mount namespace (a disk quota), holding a copy of the submission's
+    files; the working folder, HOME and TMPDIR. Without a mount namespace, a plain
+    folder (and a note: no quota beyond the size of each file)."""
+    scratch = workdir / "scratch"
+    scratch.mkdir()
+    libc = ctypes.CDLL(None, use_errno=True)
+    options = f"size={megabytes}m,mode=700".encode()
+    if libc.mount(b"tmpfs", str(scratch).encode(), b"tmpfs", 2 | 4, options) != 0:   # MS_NOSUID | MS_NODEV
+        send("not confined", why=f"no disk quota: a tmpfs could not be mounted ({os.strerror(ctypes.get_errno())})")
+    for entry in os.scandir(workdir):
+        if entry.is_dir(follow_symlinks=False) and entry.name != "scratch":
+            shutil.copytree(entry.path, scratch / entry.name, symlinks=True)
+    os.chdir(scratch)
+    os.environ.update(HOME=str(scratch), TMPDIR=str(scratch), MPLCONFIGDIR=str(scratch))
+    tempfile.tempdir = str(scratch)
+    return scratch
 
 
 def confine(workdir: Path, quiet: bool = False) -> bool:
@@ -223,6 +246,12 @@ class Guard:
         return found
 
 
+def tampering(guard: Guard, check=Guard.problems, code=Guard.problems.__code__) -> list:
+    """What the submission changed, by the Guard's check as it was when this module
+    loaded: a patched ``Guard.problems`` is itself a change it reports."""
+    return check(guard) if check.__code__ is code else ["changed the sandbox's Guard"]
+
+
 def describe(err: BaseException) -> str:
     """The error's type and message and the last student frame, briefly: never a
     line of the grader's code or a traceback."""
@@ -268,7 +297,7 @@ def run_submission(request: dict, inputs: dict, probes: dict):
             send("cell done")
         else:
             send("cell failed", error=describe(err))
-    problems = guard.problems()
+    problems = tampering(guard)
     for index, item in enumerate(request["probes"]):
         if problems:
             break
@@ -282,7 +311,7 @@ def run_submission(request: dict, inputs: dict, probes: dict):
             continue
         probe, traced = probes[check]
         result, err = isolated(probe, functions, inputs[check])
-        problems = guard.problems()
+        problems = tampering(guard)
         if err is not None:
             send("probe failed", error=describe(err))
         elif problems:
@@ -396,6 +425,7 @@ def main(workdir: str, fd: str) -> int:
     for name in ("request.json", "inputs.pkl"):    # the grader's inputs are not left for student code
         (workdir / name).unlink()
     probes = preload(request)
+    workdir = scratch_space(workdir, int(request.get("disk_mb", 256)))
     confined = request.get("confine", True) and confine(workdir)
     send("ready")
     if "replay" in request:

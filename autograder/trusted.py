@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 MAX_OUTPUT = 256 << 20         # everything one sandbox may send
 START_S = 90                   # loading DyNet, NumPy and the course in a fresh process
+REPLAY_GRACE_S = 10            # a replay that starts after the submission's time is up gets this
 NAMESPACES = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
               "--mount-proc", "--net", "--ipc"]
 JUDGING = threading.Lock()     # DyNet has one computation graph per process: one judge at a time
@@ -62,6 +63,7 @@ class Limits:
     cpu_s: int = 120           # CPU seconds of one sandbox process
     memory_mb: int = 4096      # address space of the sandbox process
     file_mb: int = 64          # largest file it may write
+    disk_mb: int = 256         # everything it may write (a tmpfs; the copied model files count)
 
 
 CHECK_S = {"ch10.": 120}       # checks that evaluate a whole model get longer
@@ -341,8 +343,8 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
     for _ in range(len(probes) + len(cells) + 1):
         if not todo:
             break
-        box = Sandbox({"cells": cells, "probes": todo, "confine": confine}, {p["check"]: inputs[p["check"]] for p in todo},
-                      limits, artifacts)
+        box = Sandbox({"cells": cells, "probes": todo, "confine": confine, "disk_mb": limits.disk_mb},
+                      {p["check"]: inputs[p["check"]] for p in todo}, limits, artifacts)
         phase, name, until = "start", None, time.monotonic() + START_S
         ending = None
         while True:
@@ -416,20 +418,24 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
     for item in todo:
         errors.setdefault(item["check"], "not graded (see the notes)")
     if programs:
-        numbers.update(_replay(programs, inputs, limits, errors))
+        numbers.update(_replay(programs, inputs, limits, errors, deadline))
     return numbers, errors, notes, aborted
 
 
-def _replay(programs: dict, inputs: dict, limits: Limits, errors: dict) -> dict:
-    """Traced programs into numbers, in a sandbox that runs no student code."""
+def _replay(programs: dict, inputs: dict, limits: Limits, errors: dict, deadline: float) -> dict:
+    """Traced programs into numbers, in a sandbox that runs no student code. The
+    replay is the submission's work: it runs within the submission's time (its
+    process's start aside), or REPLAY_GRACE_S when it starts after that time."""
     numbers = {}
-    box = Sandbox({"replay": [{"check": c, "program": p} for c, p in programs.items()]},
-                  {c: inputs[c] for c in programs}, limits)
-    until = time.monotonic() + START_S + limits.check_s * len(programs)
+    box = Sandbox({"replay": [{"check": c, "program": p} for c, p in programs.items()],
+                   "disk_mb": limits.disk_mb}, {c: inputs[c] for c in programs}, limits)
+    until = time.monotonic() + START_S
     while True:
         frame = box.next(until - time.monotonic())
         if not isinstance(frame, dict) or frame.get("event") in ("finished", "garbled"):
             break
+        if frame.get("event") == "ready":          # its start is not the submission's time; the rest is
+            until = max(deadline, time.monotonic() + REPLAY_GRACE_S)
         check = frame.get("check")
         if check in programs and frame.get("event") == "result":
             try:
