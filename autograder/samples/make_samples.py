@@ -229,6 +229,45 @@ HTML_MARKDOWN = """<script>alert("feedback")</script>
 
 [regrade](javascript:alert(1))
 """
+# The Guard switched off where it used to live (the sandbox's __main__) and where it lives,
+# then NumPy patched; a DyNet wrapper's closure and the tracer's table of DyNet functions rewritten.
+GUARD_OFF = """
+import sys
+import autograder.sandbox as _sandbox
+for _module in (sys.modules["__main__"], _sandbox):
+    if hasattr(_module, "Guard"):
+        _module.Guard.problems = lambda self: []
+np.allclose = lambda *a, **k: True
+"""
+CLOSURE_PATCH = """
+from autograder.probes import trace as _trace
+_trace.ORIGINAL["tanh"] = _trace.ORIGINAL["logistic"]
+for _cell in dy.tanh.__closure__ or ():
+    if _cell.cell_contents is _trace.ORIGINAL.get("logistic") or callable(_cell.cell_contents):
+        _cell.cell_contents = _trace.ORIGINAL["logistic"]
+"""
+# The answer cell looks through its callers' frames for the grader's guard, inputs and request.
+CALLER_FRAMES = """
+import sys
+_found, _frame = [], sys._getframe(0).f_back
+while _frame is not None:
+    _found += [k for k in _frame.f_locals if k in ("guard", "inputs", "request", "probes", "namespace")]
+    _frame = _frame.f_back
+if _found:
+    raise RuntimeError(f"the grader's locals are in reach: {_found}")
+"""
+# 24 files of 64 MB (1.5 GB) where the sandbox may write.
+DISK_FILLER = GRU_RIGHT + """
+_written = 0
+try:
+    for _i in range(24):
+        with open(f"filler{_i}.bin", "wb") as _f:
+            for _ in range(64):
+                _f.write(b"x" * (1 << 20))
+                _written += 1
+except OSError as _err:
+    raise RuntimeError(f"stopped after {_written} MB: {_err.strerror}")
+"""
 #: words a student's record (reason, notes, grade CSV) must never hold
 ABSENT = {"forged_frames": ["HYPERLINK", "not confined", "regrade by hand"],
           '=HYPERLINK("evil.example","x")': []}
@@ -300,6 +339,14 @@ STUDENTS = {
                           "the assignment does not have", "unknown_grade_ids"),
     "answer_marked_grade": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"],
                             "graded as the assignment's", "answer_marked_grade"),
+    "guard_disabled": ("05_gru", {"gru_step": GRU_WRONG + GUARD_OFF}, {"gru_step": WRONG}, {}, ["graded"],
+                       "must not be changed", None),
+    "closure_patched": ("05_gru", {"gru_step": GRU_WRONG + CLOSURE_PATCH}, {"gru_step": WRONG}, {}, ["graded"],
+                        "must not be changed", None),
+    "caller_frames": ("05_gru", {"gru_step": CALLER_FRAMES + GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"], None,
+                      None),
+    "disk_filler": ("05_gru", {"gru_step": DISK_FILLER}, {"gru_step": RIGHT}, {}, ["graded"],
+                    "No space left on device", None),
     "forged_frames": ("05_gru", {"gru_step": FORGED_FRAMES}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
     "html_markdown": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None,
                       "html_markdown"),
