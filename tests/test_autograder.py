@@ -22,7 +22,7 @@ import pytest
 from autograder import grade, intake, trusted
 from autograder.reference.grading import all_checks
 from autograder.samples import make_samples
-from tests.conftest import ROOT
+from tests.conftest import ROOT, make_deep, remove_deep
 
 pytestmark = pytest.mark.xdist_group("sample-class")   # one worker grades the class once
 SAMPLES = ROOT / "autograder" / "samples"
@@ -69,21 +69,6 @@ def sandbox_processes(boxes) -> list:
     return [line for line in out.splitlines() if "autograder.sandbox" in line and str(boxes) in line]
 
 
-def remove_deep(folder):
-    """rmtree recurses once per level: a chain of 1,100 is removed from the bottom up."""
-    os.chdir(folder)
-    try:
-        depth = 0
-        while os.path.isdir("a"):
-            os.chdir("a")
-            depth += 1
-        for _ in range(depth):
-            os.chdir("..")
-            os.rmdir("a")
-    finally:
-        os.chdir(ROOT)
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("class")
@@ -99,14 +84,7 @@ def graded(tmp_path_factory):
         (submissions / student).mkdir()
         shutil.copyfile(correct, submissions / student / "05_gru.ipynb")
     deep = submissions / "deep_model" / "05_gru_model"
-    deep.mkdir()
-    os.chdir(deep)                       # 1,100 levels: each made relative to the last (paths grow too long)
-    try:
-        for _ in range(1100):
-            os.mkdir("a")
-            os.chdir("a")
-    finally:
-        os.chdir(ROOT)
+    make_deep(deep, 1100)
     for student, count in (("many_files", 20_000), ("junk_files", JUNK)):
         (submissions / student / "05_gru_model").mkdir()
         for i in range(count):
