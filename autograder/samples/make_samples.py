@@ -95,10 +95,15 @@ KILLER = """
 import os, signal, threading, time
 def _kill_everything():
     while True:
-        for _pid in os.listdir("/proc"):
-            if _pid.isdigit() and int(_pid) != os.getpid():
+        try:
+            _pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:                  # /proc cannot be listed: every pid, blindly
+            _pids = range(1, 4096)
+        _own = {os.getpid(), *(t.native_id for t in threading.enumerate())}   # its own threads' ids
+        for _pid in _pids:
+            if _pid not in _own:
                 try:
-                    os.kill(int(_pid), signal.SIGKILL)
+                    os.kill(_pid, signal.SIGKILL)
                 except Exception:
                     pass
         time.sleep(0.05)
