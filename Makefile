@@ -8,7 +8,7 @@ JOBS   ?= 2
 NODE_BIN := $(VENV)/node/node_modules/.bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/$(NODE_BIN):$(PATH)
 
-.PHONY: demo test bench install proxy chromium exercises release autograde feedback grades dynet-gpu clean
+.PHONY: demo test bench install proxy chromium exercises release autograde feedback grades heldout dynet-gpu clean
 
 install: $(STAMP)
 
@@ -66,6 +66,11 @@ feedback: $(STAMP)
 
 grades: $(STAMP)
 	$(PY) -m autograder.grade grades
+
+## make heldout: the capstone's held-out sentences, from a seed only the instructors hold
+## (autograder/heldout/seed, made the first time; delete it for a new held-out set)
+heldout: $(STAMP)
+	$(PY) -m autograder.make_heldout
 
 ## make bench: the benchmark tables in bench/results/ (bench/capstone_budget.py alone takes about 20 minutes;
 ## the converged runs of converge.py take a night and resume, so make bench only rebuilds their tables)

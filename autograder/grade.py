@@ -74,7 +74,7 @@ def _refused(course: Path, item, reason: str) -> dict:
     solution = ROOT / "solutions" / f"{item.chapter}.ipynb"
     max_score = sum(p for _, p, _ in trusted.spec_of(solution).tests) if solution.is_file() else 0.0
     result = trusted.Result(notebook=item.chapter, failure=reason, max_score=max_score).to_json()
-    if intake.STUDENT_ID.match(item.student) and item.chapter != "?":
+    if intake.STUDENT_ID.fullmatch(item.student) and item.chapter != "?":
         shutil.rmtree(course / "submitted" / item.student / item.chapter, ignore_errors=True)
         save_result(course, item.student, item.chapter, result)
     return {"student": item.student, **result, "status": "failed", "reason": reason}
@@ -103,6 +103,8 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
                 continue
             except (intake.Refused, ValueError) as err:
                 reason = str(err)
+            except OSError as err:                  # this student only; the class goes on
+                reason = f"the submission cannot be copied ({err.strerror or err})"
         records.append(_refused(course, item, reason))
 
     def grade_one(item):
@@ -142,13 +144,19 @@ def load_records(course: Path = COURSE) -> list:
     return records
 
 
+def spreadsheet_safe(value):
+    """A CSV cell a spreadsheet shows as text: one that begins with = + - @, a tab or
+    a carriage return gets a leading ' (OWASP's rule against formula injection)."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 def write_csv(records: list, path: Path):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "assignment", "score", "max_score", "status", "reason"])
         for r in records:
-            writer.writerow([r["student"], r["notebook"], r["score"], r["max_score"], r["status"],
-                             r.get("reason", "")])
+            writer.writerow([spreadsheet_safe(v) for v in (r["student"], r["notebook"], r["score"],
+                                                           r["max_score"], r["status"], r.get("reason", ""))])
 
 
 def write_feedback(course: Path = COURSE) -> Path:

@@ -8,6 +8,13 @@ following links; a symbolic link, a FIFO, a device or socket, a hard link (a
 second name for a file that may live anywhere) or anything too large refuses the
 submission with a reason that names the path. The same student and chapter in
 both layouts is refused too, naming both paths: the grader never picks one.
+
+Folders are walked one level at a time, at most :data:`MAX_DEPTH` deep and
+:data:`MAX_ENTRIES` entries in all (a folder 1,100 levels deep or 20,000 empty
+files are refused with that reason, never a crash or a stall), and a student
+whose folder cannot be read is refused alone: the rest of the class is graded.
+Of a ``<chapter>_model/`` folder only the files of a saved model
+(:data:`MODEL_FILES`) are copied: nbgrader sees the notebook and those, nothing else.
 """
 from __future__ import annotations
 
@@ -18,9 +25,12 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")      # matched whole: STUDENT_ID.fullmatch
 MAX_NOTEBOOK_MB = 16
 MAX_FOLDER_MB = 64
+MAX_DEPTH = 16            # folder levels under a submitted folder
+MAX_ENTRIES = 1000        # files and folders in one submitted folder
+MODEL_FILES = ("params.dy", "vocab.json", "config.json", "checkpoint.json")   # what RNNLM.save writes
 IGNORED = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
 
 
@@ -67,26 +77,46 @@ def copy_file(source: Path, target: Path, limit_mb: int = MAX_NOTEBOOK_MB, name:
             shutil.copyfileobj(f, out)
 
 
-def copy_folder(source: Path, target: Path, limit_mb: int = MAX_FOLDER_MB, name: str | None = None):
-    """Copy a folder of regular files (and folders), refusing anything else."""
+def walk(folder: Path, name: str, depth: int = MAX_DEPTH, entries: int = MAX_ENTRIES) -> list:
+    """(path relative to ``folder``, lstat) of everything under it, level by level,
+    without following links; Refused past ``depth`` levels or ``entries`` entries."""
+    found, level, todo = [], 0, [Path()]
+    while todo:
+        level += 1
+        if level > depth:
+            raise Refused(f"{name}/ is more than {depth} folder levels deep")
+        below = []
+        for relative in todo:
+            with os.scandir(folder / relative) as scan:
+                for entry in scan:
+                    found.append((relative / entry.name, entry.stat(follow_symlinks=False)))
+                    if len(found) > entries:
+                        raise Refused(f"{name}/ holds more than {entries} files and folders")
+                    if entry.is_dir(follow_symlinks=False):
+                        below.append(relative / entry.name)
+        todo = below
+    return found
+
+
+def copy_folder(source: Path, target: Path, limit_mb: int = MAX_FOLDER_MB, name: str | None = None,
+                keep: tuple = MODEL_FILES):
+    """Check a folder (regular files and folders only, within the limits) and copy
+    the files named in ``keep`` at its top; refuse anything else."""
     name = name or source.name
     info = os.lstat(source)
     if not stat.S_ISDIR(info.st_mode):
         raise Refused(f"{name} is {_kind(info.st_mode)}: submit the folder itself")
     total = 0
-    for root, dirs, files in os.walk(source, followlinks=False):
-        relative = Path(root).relative_to(source)
-        for d in list(dirs):
-            mode = os.lstat(Path(root, d)).st_mode
-            if not stat.S_ISDIR(mode):
-                raise Refused(f"{name}/{relative / d} is {_kind(mode)}: submit the folder itself")
-        (target / relative).mkdir(parents=True, exist_ok=True)
-        for f in files:
-            path = Path(root, f)
-            total += os.lstat(path).st_size
-            if total > limit_mb << 20:
-                raise Refused(f"{name}/ is over the {limit_mb} MB limit")
-            copy_file(path, target / relative / f, limit_mb, name=f"{name}/{relative / f}")
+    for relative, info in walk(source, name):
+        if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            raise Refused(f"{name}/{relative} is {_kind(info.st_mode)}: submit the folder itself")
+        total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+        if total > limit_mb << 20:
+            raise Refused(f"{name}/ is over the {limit_mb} MB limit")
+    target.mkdir(parents=True, exist_ok=True)
+    for file in keep:
+        if os.path.lexists(source / file):
+            copy_file(source / file, target / file, limit_mb, name=f"{name}/{file}")
 
 
 def collect(submissions: Path) -> list:
@@ -102,25 +132,30 @@ def collect(submissions: Path) -> list:
                                         refused=f"{entry.name} is not a student folder: put notebooks in "
                                                 "<student>/<chapter>.ipynb"))
             continue
-        found.extend(_student(entry.name, Path(entry.path)))
+        try:
+            found.extend(_student(entry.name, Path(entry.path)))
+        except (Refused, OSError) as err:          # this student only; the class goes on
+            reason = str(err) if isinstance(err, Refused) else f"the folder cannot be read ({err.strerror})"
+            found.append(Submission(entry.name, "?", Path(entry.path), [], refused=reason))
     return found
 
 
 def _student(student: str, folder: Path) -> list:
-    if not STUDENT_ID.match(student):
+    if not STUDENT_ID.fullmatch(student):
         return [Submission(student, "?", folder, [], refused="the student folder's name must be letters, "
                                                              "digits, _ . - (at most 64)")]
-    by_chapter: dict = {}
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in IGNORED)
-        for f in sorted(files):
-            if not f.endswith(".ipynb"):
-                continue
-            path, chapter = Path(root, f), f[:-len(".ipynb")]
-            where = path.relative_to(folder)
-            if where.parts not in ((f,), (chapter, f)):
-                continue                           # e.g. a copy in another folder: not a submission
-            by_chapter.setdefault(chapter, []).append(path)
+    by_chapter: dict = {}                          # <chapter>.ipynb and <chapter>/<chapter>.ipynb only
+    with os.scandir(folder) as scan:
+        entries = sorted(scan, key=lambda e: e.name)
+    for entry in entries:
+        if entry.name in IGNORED:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            path = Path(entry.path, entry.name + ".ipynb")
+            if os.path.lexists(path):
+                by_chapter.setdefault(entry.name, []).append(path)
+        elif entry.name.endswith(".ipynb"):
+            by_chapter.setdefault(entry.name[:-len(".ipynb")], []).append(Path(entry.path))
     out = []
     for chapter, paths in sorted(by_chapter.items()):
         if len(paths) > 1:

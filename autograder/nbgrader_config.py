@@ -21,7 +21,9 @@ c.Autograde.sanitize_preprocessors = [
     "autograder.nbgrader_plugin.MarkDuplicates",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
+    "autograder.nbgrader_plugin.KnownCells",
     "autograder.nbgrader_plugin.RestoreCells",
+    "autograder.nbgrader_plugin.SanitizeHtml",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # One grader. nbgrader's Execute would run the submission in a kernel with the
@@ -40,6 +42,7 @@ c.Autograde.autograde_preprocessors = [
 # messages, a summary on top, and never a hidden test.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    "autograder.nbgrader_plugin.SanitizeHtml",
     "autograder.nbgrader_plugin.CourseFeedback",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

@@ -7,12 +7,21 @@
   the cell's result, which nbgrader's ``SaveAutoGrades`` stores in the gradebook
   as partial credit. Formgrader, ``nbgrader export`` and the feedback all show
   that score, and written answers are graded by hand in formgrader as usual.
+* :class:`KnownCells` gives every cell the nbgrader marks the instructors' notebook
+  has for its grade_id: an unknown grade_id's marks are removed (the cell is kept,
+  ungraded, and the notes say so), a known one's grade, answer and points restored,
+  so an extra grade cell or an answer cell marked as a grade cell neither stops
+  nbgrader (``KeyError`` in its OverwriteCells) nor asks for a manual grade.
 * :class:`MarkDuplicates` and :class:`RestoreCells` make nbgrader's sanitising
   survive what Jupyter lets students do: a copied answer cell (nbgrader 0.9's
   DeduplicateIds leaves ``nbgrader: {}`` behind, on which a later step fails) and a
   deleted test cell that followed a locked cell (its ``add_missing_cells`` then fails).
 * :class:`CourseFeedback` runs in ``nbgrader generate_feedback``: it removes the
   hidden tests from the test cells and puts the course's summary on top.
+* :class:`SanitizeHtml` runs in both: formgrader (in the instructor's browser) and
+  the feedback page render the student's markdown and outputs as HTML, so markup
+  that could run there (scripts, event handlers, ``javascript:`` links, styles)
+  is removed with ``nh3`` before the notebook reaches ``autograded/``.
 
 The trusted result of each submission is kept in ``<course>/trusted/<student>/
 <notebook>.json`` (written by the grader process only, atomically). A result is
@@ -21,6 +30,7 @@ grader code (its digest); otherwise the notebook is graded here.
 """
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -28,6 +38,9 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+import nh3
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
+from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
@@ -85,6 +98,36 @@ class MarkDuplicates(NbGraderPreprocessor):
         return nb, resources
 
 
+class KnownCells(NbGraderPreprocessor):
+    """Each cell's nbgrader marks as the instructors' notebook has them for its grade_id."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            source = gb.find_notebook(info["notebook"], info["assignment"])
+            known = {cell.name for cell in source.source_cells}
+            points = {cell.name: cell.max_score for cell in source.grade_cells}
+            answers = {cell.name for cell in source.solution_cells}
+            tasks = {cell.name for cell in source.task_cells}
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader")
+            if not meta:
+                continue
+            gid = meta.get("grade_id")
+            if gid not in known:
+                del cell.metadata["nbgrader"]
+                cell.metadata["course"] = {"ignored": True}      # trusted.odd_cells says so in the notes
+                continue
+            meta["grade"], meta["solution"] = gid in points, gid in answers
+            if gid in points:
+                meta["points"] = points[gid]
+            else:
+                meta.pop("points", None)
+            if meta.get("task") or gid in tasks:
+                meta["task"] = gid in tasks
+        return nb, resources
+
+
 class RestoreCells(OverwriteCells):
     """nbgrader's OverwriteCells, with a deleted grade cell put back after the
     nearest earlier cell of the instructors' notebook that is still there."""
@@ -103,6 +146,41 @@ class RestoreCells(OverwriteCells):
                                                is_solution=grade_cell.name in solution_ids)
             earlier = [present.index(gid) for gid in source_ids[:index] if gid in present]
             nb.cells.insert(max(earlier) + 1 if earlier else 0, cell)
+        return nb, resources
+
+
+#: what nh3 keeps, with the ids and classes nbconvert's own markdown carries
+_ATTRIBUTES = {tag: set(names) | {"id", "class"} for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
+_ATTRIBUTES["*"] = _ATTRIBUTES.get("*", set()) | {"id", "class"}
+SAFE_OUTPUTS = {"text/plain", "image/png", "image/jpeg", "image/gif"}
+
+
+def safe_markdown(source: str) -> str:
+    """Markdown as nbconvert renders it, unchanged when that HTML is safe; otherwise
+    the sanitised HTML, on one line (a raw HTML block that markdown leaves alone)."""
+    rendered = markdown2html_mistune(source)
+    clean = nh3.clean(rendered, attributes=_ATTRIBUTES, link_rel=None)
+    if html.unescape(clean) == html.unescape(rendered):
+        return source
+    return "<div>" + clean.replace("\r", "").replace("\n", "&#10;") + "</div>"
+
+
+class SanitizeHtml(NbGraderPreprocessor):
+    """The student's markdown sanitised, raw cells not rendered, outputs as text and images only."""
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            for bundle in cell.get("attachments", {}).values():
+                for key in set(bundle) - SAFE_OUTPUTS:
+                    del bundle[key]
+            if cell.cell_type == "markdown":
+                cell.source = safe_markdown(cell.source)
+            elif cell.cell_type == "raw":
+                for key in ("raw_mimetype", "format"):
+                    cell.metadata.pop(key, None)
+            for output in cell.get("outputs", []):
+                for key in set(output.get("data", {})) - SAFE_OUTPUTS:
+                    del output["data"][key]
         return nb, resources
 
 

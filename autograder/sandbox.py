@@ -4,7 +4,7 @@ The trusted grader (:mod:`autograder.trusted`) starts this module in a fresh
 process, inside new user, PID, network and IPC namespaces where the system allows
 them (every process it starts dies with it; no network at all, UDP included):
 
-    python -m autograder.sandbox WORKDIR FD
+    python -c "$LAUNCHER" WORKDIR FD       (LAUNCHER below: this module under its own name)
 
 WORKDIR holds ``request.json`` and ``inputs.pkl``, written by the trusted side and
 deleted here once read. The process loads DyNet, NumPy, every ``course`` module
@@ -13,6 +13,15 @@ read access to Python's own files only, the course's and the grader's code
 included no longer; write access to WORKDIR only; no TCP; no signals or abstract
 sockets outside), and only then executes student code. It reports through the
 pipe FD as frames (:func:`send`): events as they happen, and each check's result.
+
+Student code never holds that pipe. The confined process forks a child that
+closes it, confines itself once more (a nested Landlock domain: it can neither
+signal nor trace its parent, nor open the parent's descriptors through /proc)
+and runs the answer cells and probes, each in a fresh thread (its callers'
+frames hold nothing of the grader's). The child reports to the parent on a pipe
+of its own; the parent (:func:`relay`) forwards only frames that fit the
+request, in order, with the cell and check names taken from the request, never
+from the child.
 
 Two kinds of request:
 
@@ -25,15 +34,18 @@ Two kinds of request:
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
 import io
 import json
 import os
 import pickle
 import pkgutil
+import shutil
 import signal
 import sys
 import sysconfig
+import tempfile
 import threading
 import traceback
 import types
@@ -42,15 +54,44 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT_OF_MEMORY = 75          # exit code: an answer cell exhausted the memory limit
 MAX_FRAME = 128 << 20       # the most one frame may carry (a capstone's weights)
+MAX_HEADER = 1 << 16
+LAUNCHER = "import sys\nfrom autograder.sandbox import main\nsys.exit(main(*sys.argv[1:]))"
 _channel = -1
+_sending = threading.Lock()
 
 
 def send(event: str, blob: bytes = b"", **fields):
     """One frame: header length, JSON header, blob length, blob."""
     header = json.dumps({"event": event, **fields}).encode()
     data = len(header).to_bytes(4, "big") + header + len(blob).to_bytes(4, "big") + blob
-    while data:
-        data = data[os.write(_channel, data):]
+    with _sending:
+        while data:
+            data = data[os.write(_channel, data):]
+
+
+def read_frames(stream, max_total: int):
+    """The frames of a stream (see :func:`send`) as dicts with their ``blob``; a
+    malformed or oversized stream ends with ``{"event": "garbled"}``."""
+    total = 0
+    while True:
+        size = stream.read(4)
+        if len(size) < 4:
+            return
+        n = int.from_bytes(size, "big")
+        total += n
+        try:
+            if n > MAX_HEADER or total > max_total:
+                raise ValueError
+            header = json.loads(stream.read(n))
+            m = int.from_bytes(stream.read(4), "big")
+            total += m
+            if m > MAX_FRAME or total > max_total or not isinstance(header, dict):
+                raise ValueError
+            header["blob"] = stream.read(m)
+        except ValueError:
+            yield {"event": "garbled"}
+            return
+        yield header
 
 
 def readable_paths() -> list:
@@ -94,19 +135,41 @@ def preload(request: dict) -> dict:
     return probes
 
 
-def confine(workdir: Path):
+def scratch_space(workdir: Path, megabytes: int) -> Path:
+    """The only folder student code may write: a tmpfs of ``megabytes`` in the
+    sandbox's own mount namespace (a disk quota), holding a copy of the submission's
+    files; the working folder, HOME and TMPDIR. Without a mount namespace, a plain
+    folder (and a note: no quota beyond the size of each file)."""
+    scratch = workdir / "scratch"
+    scratch.mkdir()
+    libc = ctypes.CDLL(None, use_errno=True)
+    options = f"size={megabytes}m,mode=700".encode()
+    if libc.mount(b"tmpfs", str(scratch).encode(), b"tmpfs", 2 | 4, options) != 0:   # MS_NOSUID | MS_NODEV
+        send("not confined", why=f"no disk quota: a tmpfs could not be mounted ({os.strerror(ctypes.get_errno())})")
+    for entry in os.scandir(workdir):
+        if entry.is_dir(follow_symlinks=False) and entry.name != "scratch":
+            shutil.copytree(entry.path, scratch / entry.name, symlinks=True)
+    os.chdir(scratch)
+    os.environ.update(HOME=str(scratch), TMPDIR=str(scratch), MPLCONFIGDIR=str(scratch))
+    tempfile.tempdir = str(scratch)
+    return scratch
+
+
+def confine(workdir: Path, quiet: bool = False) -> bool:
     from autograder import landlock
     if landlock.available():
         landlock.restrict(read=readable_paths(), write=[str(workdir)])
-        send("confined")
-    else:
-        send("not confined", why="Landlock is unavailable on this system")
+        quiet or send("confined")
+        return True
+    quiet or send("not confined", why="Landlock is unavailable on this system")
+    return False
 
 
 class Guard:
     """What the grader's own code relies on, as it was before student code ran."""
 
-    TRUSTED = ("autograder", "course", "numpy", "dynet", "_dynet", "builtins", "os", "json", "io")
+    TRUSTED = ("autograder", "course", "numpy", "dynet", "_dynet", "builtins", "os", "json", "io", "threading",
+               "__main__")
 
     def __init__(self):
         self.modules = dict(sys.modules)
@@ -122,19 +185,35 @@ class Guard:
         return name.split(".")[0] in self.TRUSTED
 
     @staticmethod
-    def _namespace(module) -> dict:
-        """Attribute -> identity, and the code of every function and method defined there."""
+    def _function(out: dict, key: str, value):
+        """A function's code, defaults and what its closure cells hold."""
+        out[key + ".__code__"] = id(value.__code__)
+        out[key + ".__defaults__"] = id(value.__defaults__)
+        out[key + ".__kwdefaults__"] = id(value.__kwdefaults__)
+        for i, cell in enumerate(value.__closure__ or ()):
+            try:
+                out[f"{key}.__closure__[{i}]"] = id(cell.cell_contents)
+            except ValueError:                     # an empty cell
+                out[f"{key}.__closure__[{i}]"] = None
+
+    @classmethod
+    def _namespace(cls, module) -> dict:
+        """Attribute -> identity; the code, defaults and closures of every function and
+        method defined there; what the module's dicts, lists and sets hold."""
         out = {}
         for key, value in list(vars(module).items()):
             out[key] = id(value)
             if isinstance(value, types.FunctionType):
-                out[key + ".__code__"] = id(value.__code__)
-                out[key + ".__defaults__"] = id(value.__defaults__)
+                cls._function(out, key, value)
+            elif isinstance(value, dict) and key != "__builtins__":
+                out[key + "{}"] = hash(tuple((id(k), id(v)) for k, v in list(value.items())))
+            elif isinstance(value, (list, set)):
+                out[key + "[]"] = hash(tuple(sorted(id(v) for v in list(value))))
             elif isinstance(value, type) and value.__module__ == getattr(module, "__name__", None):
                 for attr, member in list(vars(value).items()):
                     out[f"{key}.{attr}"] = id(member)
                     if isinstance(member, types.FunctionType):
-                        out[f"{key}.{attr}.__code__"] = id(member.__code__)
+                        cls._function(out, f"{key}.{attr}", member)
         return out
 
     def problems(self) -> list:
@@ -167,6 +246,12 @@ class Guard:
         return found
 
 
+def tampering(guard: Guard, check=Guard.problems, code=Guard.problems.__code__) -> list:
+    """What the submission changed, by the Guard's check as it was when this module
+    loaded: a patched ``Guard.problems`` is itself a change it reports."""
+    return check(guard) if check.__code__ is code else ["changed the sandbox's Guard"]
+
+
 def describe(err: BaseException) -> str:
     """The error's type and message and the last student frame, briefly: never a
     line of the grader's code or a traceback."""
@@ -177,51 +262,142 @@ def describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {str(err)[:300]}{where}" + (f". {hint}" if hint else "")
 
 
+def isolated(function, *args):
+    """``function(*args)`` in a fresh thread, so that the frames above student code
+    are the thread's start, not the grader's; (value, exception) back."""
+    outcome = [None, None]
+
+    def target():
+        try:
+            outcome[0] = function(*args)
+        except BaseException as err:               # SystemExit, KeyboardInterrupt too
+            outcome[1] = err
+    thread = threading.Thread(target=target, name="answer")
+    thread.start()
+    thread.join()
+    return outcome
+
+
 def run_submission(request: dict, inputs: dict, probes: dict):
+    """In the child that runs student code: the cells, then the probes. Frames name
+    cells and checks by their index in the request; the parent supplies the names."""
     from autograder.probes import to_arrays
     import numpy as np
     guard = Guard()
     namespace = {"__name__": "__student__", "__builtins__": __builtins__}
-    for grade_id, source in request["cells"]:
-        send("cell", cell=grade_id)
+    for index, (grade_id, source) in enumerate(request["cells"]):
+        send("cell", index=index)
         try:
-            exec(compile(source, f"<answer cell {grade_id}>", "exec"), namespace)
-            send("cell done", cell=grade_id)
-        except MemoryError:                        # resource abuse ends the run, like a timeout
+            code = compile(source, f"<answer cell {grade_id}>", "exec")
+        except BaseException as err:
+            send("cell failed", error=describe(err))
+            continue
+        _, err = isolated(exec, code, namespace)
+        if isinstance(err, MemoryError):          # resource abuse ends the run, like a timeout
             os._exit(OUT_OF_MEMORY)
-        except BaseException as err:               # SystemExit, KeyboardInterrupt too
-            send("cell failed", cell=grade_id, error=describe(err))
-    problems = guard.problems()
-    for item in request["probes"]:
+        if err is None:
+            send("cell done")
+        else:
+            send("cell failed", error=describe(err))
+    problems = tampering(guard)
+    for index, item in enumerate(request["probes"]):
         if problems:
-            send("tampered", what=problems)
-            return
+            break
         check = item["check"]
-        send("probe", check=check)
+        send("probe", index=index)
         functions = {name: namespace[name] for name in item["functions"] if callable(namespace.get(name))}
         missing = [name for name in item["functions"] if name not in functions]
         if missing:
-            send("probe failed", check=check, error=f"function {', '.join(missing)} is not defined "
-                                                    "(answer cell deleted, renamed or failing)")
+            send("probe failed", error=f"function {', '.join(missing)} is not defined "
+                                       "(answer cell deleted, renamed or failing)")
             continue
         probe, traced = probes[check]
-        try:
-            result = probe(functions, inputs[check])
-        except BaseException as err:
-            problems = guard.problems()
-            send("probe failed", check=check, error=describe(err))
-            continue
-        problems = guard.problems()
-        if problems:
-            continue
-        if traced:
-            send("result", json.dumps(result).encode(), check=check, kind="program")
+        result, err = isolated(probe, functions, inputs[check])
+        problems = tampering(guard)
+        if err is not None:
+            send("probe failed", error=describe(err))
+        elif problems:
+            break
+        elif traced:
+            send("result", json.dumps(result).encode())
         else:
             buffer = io.BytesIO()
             np.savez(buffer, **to_arrays(result))
-            send("result", buffer.getvalue(), check=check, kind="numbers")
+            send("result", buffer.getvalue())
     if problems:
         send("tampered", what=problems)
+    send("end")
+
+
+def _text(value, limit: int = 400) -> str:
+    return str(value)[:limit] if isinstance(value, (str, int, float)) else ""
+
+
+def relay(fd: int, request: dict):
+    """In the parent: the child's frames onto the grader's channel, only those that
+    fit the request in order (cells, then probes, one at a time), named from the
+    request. What the child's code wrote can reach the grader only as an error
+    message, a result to be judged, or a claim that it tampered."""
+    from autograder.probes import TRACED
+    cells = [grade_id for grade_id, _ in request["cells"]]
+    checks = [(p["check"], "program" if p["probe"] in TRACED else "numbers") for p in request["probes"]]
+    cell = probe = -1
+    current = None                                 # "cell" or "probe" while one runs
+    with os.fdopen(fd, "rb") as stream:
+        for frame in read_frames(stream, MAX_FRAME * 2):
+            event, index = frame.get("event"), frame.get("index")
+            if event == "cell" and current is None and probe < 0 and type(index) is int \
+                    and cell < index < len(cells):
+                cell, current = index, "cell"
+                send("cell", cell=cells[cell])
+            elif event in ("cell done", "cell failed") and current == "cell":
+                current = None
+                send(event, cell=cells[cell], **({"error": _text(frame.get("error"))} if event == "cell failed" else {}))
+            elif event == "probe" and current is None and type(index) is int and probe < index < len(checks):
+                probe, current = index, "probe"
+                send("probe", check=checks[probe][0])
+            elif event in ("result", "probe failed") and current == "probe":
+                current = None
+                check, kind = checks[probe]
+                if event == "result":
+                    send("result", frame["blob"], check=check, kind=kind)
+                else:
+                    send("probe failed", check=check, error=_text(frame.get("error")))
+            elif event == "tampered" and isinstance(frame.get("what"), list):
+                send("tampered", what=[_text(w, 200) for w in frame["what"][:4]])
+            elif event == "garbled":
+                send("garbled")
+                return
+            elif event == "end":
+                return
+
+
+def run_child(request: dict, inputs: dict, probes: dict, workdir: Path, confined: bool) -> int:
+    """Fork the child that runs student code (see the module's doc); relay its frames;
+    its exit status, as the process's own."""
+    global _channel
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                   # the child: the grader's channel is closed here
+        try:
+            os.close(read)
+            os.close(_channel)
+            _channel = write
+            if confined:
+                confine(workdir, quiet=True)       # a nested domain: the parent is out of its reach
+            run_submission(request, inputs, probes)
+            code = 0
+        except MemoryError:
+            code = OUT_OF_MEMORY
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(write)
+    reader = threading.Thread(target=relay, args=(read, request), daemon=True)
+    reader.start()
+    _, status = os.waitpid(pid, 0)
+    reader.join(timeout=5)                         # frames written before it ended
+    return os.waitstatus_to_exitcode(status)
 
 
 def run_replay(request: dict, inputs: dict):
@@ -251,16 +427,14 @@ def main(workdir: str, fd: str) -> int:
     for name in ("request.json", "inputs.pkl"):    # the grader's inputs are not left for student code
         (workdir / name).unlink()
     probes = preload(request)
-    if request.get("confine", True):
-        confine(workdir)
+    workdir = scratch_space(workdir, int(request.get("disk_mb", 256)))
+    confined = request.get("confine", True) and confine(workdir)
     send("ready")
     if "replay" in request:
         run_replay(request, inputs)
     else:
-        run_submission(request, inputs, probes)
+        code = run_child(request, inputs, probes, workdir, confined)
+        if code != 0:
+            os._exit(code if code > 0 else 128 - code)   # as the shell reports a signal: 137, 139, ...
     send("finished")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))

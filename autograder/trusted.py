@@ -42,13 +42,14 @@ import nbformat
 import numpy as np
 
 from autograder.probes import TRACED, from_arrays
+from autograder.sandbox import LAUNCHER, OUT_OF_MEMORY, read_frames
 from autograder.reference.grading import check_calls, split_points
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
-MAX_FRAME = 128 << 20          # one result (a capstone's weights fit)
 MAX_OUTPUT = 256 << 20         # everything one sandbox may send
 START_S = 90                   # loading DyNet, NumPy and the course in a fresh process
+REPLAY_GRACE_S = 10            # a replay that starts after the submission's time is up gets this
 NAMESPACES = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
               "--mount-proc", "--net", "--ipc"]
 JUDGING = threading.Lock()     # DyNet has one computation graph per process: one judge at a time
@@ -62,6 +63,7 @@ class Limits:
     cpu_s: int = 120           # CPU seconds of one sandbox process
     memory_mb: int = 4096      # address space of the sandbox process
     file_mb: int = 64          # largest file it may write
+    disk_mb: int = 256         # everything it may write (a tmpfs; the copied model files count)
 
 
 CHECK_S = {"ch10.": 120}       # checks that evaluate a whole model get longer
@@ -97,6 +99,7 @@ class Spec:
     answers: list            # grade_ids of answer cells, in order
     tests: list              # (grade_id, points, {check name: its share of the points})
     manual: list             # grade_ids of manually graded cells
+    marks: dict = field(default_factory=dict)      # grade_id -> (grade, solution) of every nbgrader cell
 
     @property
     def shares(self) -> dict:
@@ -107,9 +110,11 @@ def spec_of(notebook) -> Spec:
     """The spec of an instructors' notebook (a path, or a notebook whose test cells
     are the instructors', as nbgrader restores them before grading)."""
     nb = nbformat.read(notebook, as_version=4) if isinstance(notebook, (str, Path)) else notebook
-    answers, tests, manual = [], [], []
+    answers, tests, manual, marks = [], [], [], {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
+        if "grade_id" in meta:
+            marks[meta["grade_id"]] = (bool(meta.get("grade")), bool(meta.get("solution")))
         if meta.get("solution") and meta.get("grade"):
             manual.append(meta["grade_id"])
         elif meta.get("solution") and cell.cell_type == "code":
@@ -117,7 +122,29 @@ def spec_of(notebook) -> Spec:
         elif meta.get("grade") and cell.cell_type == "code":
             points = float(meta.get("points", 0))
             tests.append((meta["grade_id"], points, split_points(points, check_calls(cell.source))))
-    return Spec(answers, tests, manual)
+    return Spec(answers, tests, manual, marks)
+
+
+def odd_cells(nb, spec: Spec) -> list:
+    """Notes on nbgrader marks of the submission that the assignment does not have
+    (nbgrader_plugin.KnownCells removes or restores them; grading uses the
+    instructors' cells): named by the cell's position, or by the assignment's grade_id."""
+    unknown, changed = [], []
+    for index, cell in enumerate(nb.cells, 1):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        gid = meta.get("grade_id")
+        if cell.get("metadata", {}).get("course", {}).get("ignored") or (gid is not None and gid not in spec.marks):
+            unknown.append(str(index))
+        elif gid is not None and (bool(meta.get("grade")), bool(meta.get("solution"))) != spec.marks[gid]:
+            changed.append(gid)
+    notes = []
+    if unknown:
+        notes.append(f"cell{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} of the notebook carry nbgrader "
+                     "marks (a grade_id) the assignment does not have: ignored, not graded")
+    for gid in [g for g in spec.marks if g in changed]:
+        notes.append(f"the cell {gid} is marked differently from the assignment's (grade or answer cell): "
+                     "graded as the assignment's")
+    return notes
 
 
 def read_submission(path: Path):
@@ -232,7 +259,7 @@ class Sandbox:
         for folder in artifacts:
             _copy_regular_files(folder, self.workdir / folder.name)
         read, write = os.pipe()
-        command = [sys.executable, "-m", "autograder.sandbox", str(self.workdir), str(write)]
+        command = [sys.executable, "-c", LAUNCHER, str(self.workdir), str(write)]
         isolated, _ = namespaces()
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.workdir), "MPLCONFIGDIR": str(self.workdir),
                "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
@@ -248,27 +275,8 @@ class Sandbox:
     def _read(self, fd: int):
         """Frames into the queue; None at the end. A malformed or oversized stream ends it."""
         with os.fdopen(fd, "rb") as stream:
-            total = 0
-            while True:
-                size = stream.read(4)
-                if len(size) < 4:
-                    break
-                n = int.from_bytes(size, "big")
-                total += n
-                if n > 1 << 16 or total > MAX_OUTPUT:
-                    self.frames.put({"event": "garbled"})
-                    break
-                try:
-                    header = json.loads(stream.read(n))
-                    m = int.from_bytes(stream.read(4), "big")
-                    total += m
-                    if m > MAX_FRAME or total > MAX_OUTPUT or not isinstance(header, dict):
-                        raise ValueError
-                    header["blob"] = stream.read(m)
-                except ValueError:
-                    self.frames.put({"event": "garbled"})
-                    break
-                self.frames.put(header)
+            for frame in read_frames(stream, MAX_OUTPUT):
+                self.frames.put(frame)
         self.frames.put(None)
 
     def next(self, seconds: float):
@@ -294,7 +302,6 @@ class Sandbox:
         shutil.rmtree(self.workdir, ignore_errors=True)
         if killed:
             return "was stopped"
-        from autograder.sandbox import OUT_OF_MEMORY
         return {-signal.SIGKILL: "was killed (memory or CPU limit)", -signal.SIGXCPU: "used up its CPU time",
                 -signal.SIGSEGV: "crashed (segmentation fault)", -signal.SIGABRT: "crashed (aborted)",
                 OUT_OF_MEMORY: "exhausted the memory limit", 137: "was killed (memory or CPU limit)",
@@ -336,8 +343,8 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
     for _ in range(len(probes) + len(cells) + 1):
         if not todo:
             break
-        box = Sandbox({"cells": cells, "probes": todo, "confine": confine}, {p["check"]: inputs[p["check"]] for p in todo},
-                      limits, artifacts)
+        box = Sandbox({"cells": cells, "probes": todo, "confine": confine, "disk_mb": limits.disk_mb},
+                      {p["check"]: inputs[p["check"]] for p in todo}, limits, artifacts)
         phase, name, until = "start", None, time.monotonic() + START_S
         ending = None
         while True:
@@ -347,13 +354,21 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
                 break
             event = frame.get("event")
             check = frame.get("check")
-            if event == "cell":
-                phase, name, until = "cell", frame.get("cell"), time.monotonic() + limits.cell_s
-            elif event in ("cell done", "cell failed"):
+            if phase == "start":                   # no student code has run yet
+                if event == "not confined":
+                    notes.append("sandbox not confined: " + _message(frame.get("why")))
+                elif event == "ready":
+                    phase = "between"
+                elif event == "garbled":
+                    ending = "garbled"
+                    break
+            elif event == "cell" and phase == "between" and frame.get("cell") in dict(cells):
+                phase, name, until = "cell", frame["cell"], time.monotonic() + limits.cell_s
+            elif event in ("cell done", "cell failed") and phase == "cell":
                 if event == "cell failed":
                     errors[f"cell:{name}"] = _message(frame.get("error"))
                 phase, name, until = "between", None, time.monotonic() + limits.cell_s
-            elif event == "probe" and any(p["check"] == check for p in todo):
+            elif event == "probe" and phase == "between" and any(p["check"] == check for p in todo):
                 seconds = next((s for prefix, s in CHECK_S.items() if check.startswith(prefix)), limits.check_s)
                 phase, name, until = "probe", check, time.monotonic() + seconds
             elif event in ("result", "probe failed") and phase == "probe" and check == name:
@@ -375,8 +390,6 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
                 for item in todo:
                     errors[item["check"]] = "not graded: the submission changed the grader's code or environment"
                 todo, aborted = [], True
-            elif event == "not confined":
-                notes.append("sandbox not confined: " + _message(frame.get("why")))
             elif event == "finished":
                 ending = "finished"
                 break
@@ -405,20 +418,24 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
     for item in todo:
         errors.setdefault(item["check"], "not graded (see the notes)")
     if programs:
-        numbers.update(_replay(programs, inputs, limits, errors))
+        numbers.update(_replay(programs, inputs, limits, errors, deadline))
     return numbers, errors, notes, aborted
 
 
-def _replay(programs: dict, inputs: dict, limits: Limits, errors: dict) -> dict:
-    """Traced programs into numbers, in a sandbox that runs no student code."""
+def _replay(programs: dict, inputs: dict, limits: Limits, errors: dict, deadline: float) -> dict:
+    """Traced programs into numbers, in a sandbox that runs no student code. The
+    replay is the submission's work: it runs within the submission's time (its
+    process's start aside), or REPLAY_GRACE_S when it starts after that time."""
     numbers = {}
-    box = Sandbox({"replay": [{"check": c, "program": p} for c, p in programs.items()]},
-                  {c: inputs[c] for c in programs}, limits)
-    until = time.monotonic() + START_S + limits.check_s * len(programs)
+    box = Sandbox({"replay": [{"check": c, "program": p} for c, p in programs.items()],
+                   "disk_mb": limits.disk_mb}, {c: inputs[c] for c in programs}, limits)
+    until = time.monotonic() + START_S
     while True:
         frame = box.next(until - time.monotonic())
         if not isinstance(frame, dict) or frame.get("event") in ("finished", "garbled"):
             break
+        if frame.get("event") == "ready":          # its start is not the submission's time; the rest is
+            until = max(deadline, time.monotonic() + REPLAY_GRACE_S)
         check = frame.get("check")
         if check in programs and frame.get("event") == "result":
             try:
@@ -473,6 +490,7 @@ def grade_notebook(nb, chapter: str, spec: Spec, artifacts: list = (), limits: L
     for gid in sorted(set(duplicates)):
         result.notes.append(f"the answer cell {gid} appears more than once: the first one in the notebook "
                             "was graded and the later copies ignored (delete the copies)")
+    result.notes += odd_cells(nb, spec)
     missing = [gid for gid in spec.answers if gid not in dict(cells)]
     if missing:
         result.notes.append(f"answer cells missing from the submission: {', '.join(missing)}")

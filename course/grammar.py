@@ -1059,14 +1059,14 @@ def tiny_grammar(max_depth: int = 0, frames=("be", "judge"), kinds=("hum_m", "hu
 
 DEFAULT_SEED = 1
 TRAIN_TOKENS = 1_000_000      # words + one </s> per sentence
-HELDOUT_FRACTION = 0.05       # valid, test and the hidden split: 5% of train each
+HELDOUT_FRACTION = 0.05       # valid, test (and the autograder's held-out split): 5% of train each
 PAIRS_PER_BUCKET = 500        # agreement pairs per (task, distance bucket)
 MAX_PLAIN_BYTES = 2 * 1024 * 1024  # larger files are written gzipped
 SPLITS = ("train", "valid", "test")
-HIDDEN_NAME = "course_hidden"  # instructor-only split in autograder/heldout/
+HIDDEN_NAME = "course_hidden"  # the autograder's held-out split (autograder/heldout/, from a secret seed)
 
 
-def sample_split(grammar: Grammar, seed: int, stream: str, tokens: int,
+def sample_split(grammar: Grammar, seed: int | str, stream: str, tokens: int,
                  sentences: int | None = None) -> list[Derivation]:
     """Sentences from one random stream until they hold `tokens` tokens
     (or, if given, until there are `sentences` of them).
@@ -1154,7 +1154,19 @@ def zipf_slope(derivations, top: int = 1000) -> float:
     return round(float(np.polyfit(np.log(ranks), np.log(freq), 1)[0]), 3)
 
 
-def write_corpus(out_dir=None, hidden_dir=None, seed: int = DEFAULT_SEED,
+def write_split(directory: Path, name: str, derivations, train_words=None) -> dict:
+    """``name``.txt and ``name``.logprob in ``directory``; the split's statistics
+    (with the words unseen in ``train_words``, when given)."""
+    text, logprobs = corpus_text(derivations)
+    write_file(Path(directory) / f"{name}.txt", text)
+    write_file(Path(directory) / f"{name}.logprob", logprobs)
+    split_stats = split_statistics(derivations)
+    if train_words is not None:
+        split_stats["words_unseen_in_train"] = sum(1 for d in derivations for w in d.words if w not in train_words)
+    return split_stats
+
+
+def write_corpus(out_dir=None, seed: int = DEFAULT_SEED,
                  train_tokens: int = TRAIN_TOKENS, heldout_fraction: float = HELDOUT_FRACTION,
                  pairs_per_bucket: int = PAIRS_PER_BUCKET) -> dict:
     """Generate the course corpus; with no arguments, the shipped files byte for byte.
@@ -1162,17 +1174,14 @@ def write_corpus(out_dir=None, hidden_dir=None, seed: int = DEFAULT_SEED,
     Writes to out_dir (default data/course): {train,valid,test}.txt and
     .logprob (one natural-log probability per sentence, </s> included;
     gzipped as .txt.gz / .logprob.gz when over 2 MiB), agreement.tsv (the
-    minimal pairs) and stats.json. Writes the instructor-only held-out split
-    course_hidden.txt / .logprob / .stats.json to hidden_dir (default
-    autograder/heldout). Returns the statistics.
+    minimal pairs) and stats.json. Returns the statistics. (The autograder's
+    held-out split comes from a seed only the instructors hold: `make heldout`.)
     """
     from course import paths
     from course.agreement import sample_pairs, write_pairs, bucket_counts
 
     out_dir = Path(out_dir) if out_dir is not None else paths.COURSE_DATA
-    hidden_dir = Path(hidden_dir) if hidden_dir is not None else paths.ROOT / "autograder" / "heldout"
     out_dir.mkdir(parents=True, exist_ok=True)
-    hidden_dir.mkdir(parents=True, exist_ok=True)
     grammar = Grammar()
     sizes = split_sizes(train_tokens, heldout_fraction)
     exact = grammar.entropy()
@@ -1188,24 +1197,13 @@ def write_corpus(out_dir=None, hidden_dir=None, seed: int = DEFAULT_SEED,
         "splits": {},
     }
     train_words = None
-    for split in SPLITS + ("hidden",):
+    for split in SPLITS:
         derivations = sample_split(grammar, seed, split, sizes[split])
-        text, logprobs = corpus_text(derivations)
-        directory, name = (hidden_dir, HIDDEN_NAME) if split == "hidden" else (out_dir, split)
-        write_file(directory / f"{name}.txt", text)
-        write_file(directory / f"{name}.logprob", logprobs)
-        split_stats = split_statistics(derivations)
+        split_stats = write_split(out_dir, split, derivations, train_words)
         if split == "train":
             train_words = {w for d in derivations for w in d.words}
             stats["train_zipf_slope"] = zipf_slope(derivations)
-        else:
-            unseen = sum(1 for d in derivations for w in d.words if w not in train_words)
-            split_stats["words_unseen_in_train"] = unseen
-        if split == "hidden":
-            hidden_stats = {"made_by": stats["made_by"], "split": split_stats}
-            (hidden_dir / f"{HIDDEN_NAME}.stats.json").write_text(json.dumps(hidden_stats, indent=2) + "\n")
-        else:
-            stats["splits"][split] = split_stats
+        stats["splits"][split] = split_stats
     pairs = sample_pairs(grammar, seed, pairs_per_bucket)
     write_pairs(pairs, out_dir / "agreement.tsv")
     stats["agreement"] = bucket_counts(pairs)

@@ -11,8 +11,10 @@ collected as the solutions, a FIFO hangs the copy, and a folder named
 folder and every file under it owned by the student it names, regular files and
 folders only (no symlink, FIFO, device or hard link), within nbgrader's size limits.
 Every path is opened without following links (``O_NOFOLLOW``, relative to its
-already-opened folder), so a link swapped in after a check is refused too. A refused
-submission is not collected, and the log says why; the other students' are.
+already-opened folder), so a link swapped in after a check is refused too. Folders are
+copied level by level, within the grader's intake limits (``autograder.intake``:
+``MAX_DEPTH`` levels, ``MAX_ENTRIES`` entries). A refused submission is not collected,
+and the log says why; the other students' are.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import stat
 
 from nbgrader.exchange.default.collect import ExchangeCollect
 
-MAX_ENTRIES = 1000          # files and folders in one submission
+from autograder.intake import MAX_DEPTH, MAX_ENTRIES
 
 
 class Refused(Exception):
@@ -49,7 +51,7 @@ class SafeCollect(ExchangeCollect):
                 os.close(parent)
             self._budget = {"entries": MAX_ENTRIES, "bytes": 1000 * self.coursedir.max_dir_size}
             self._copy_dir(top, partial, uid, "")
-        except (Refused, OSError) as err:
+        except Exception as err:                  # Refused, OSError, anything: this submission only
             shutil.rmtree(partial, ignore_errors=True)
             self.log.error("Refused the submission %s of %s: %s. Nothing of it was collected; "
                            "ask the student to submit again with the Assignments tab (nbgrader submit).",
@@ -72,25 +74,36 @@ class SafeCollect(ExchangeCollect):
             raise Refused(f"{where or name} is not owned by the student who submitted it")
         return fd
 
-    def _copy_dir(self, fd, dest, uid, where):
-        os.mkdir(dest, 0o755)
-        try:
-            for entry in os.scandir(fd):
-                path = os.path.join(where, entry.name)
-                if any(fnmatch.fnmatch(entry.name, glob) for glob in self.coursedir.ignore):
-                    continue
-                self._budget["entries"] -= 1
-                if self._budget["entries"] < 0:
-                    raise Refused(f"more than {MAX_ENTRIES} files and folders")
-                mode = os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode
-                if stat.S_ISDIR(mode):
-                    self._copy_dir(self._open_dir(entry.name, fd, uid, path), os.path.join(dest, entry.name), uid, path)
-                elif stat.S_ISREG(mode):
-                    self._copy_file(entry.name, fd, os.path.join(dest, entry.name), uid, path)
-                else:
-                    raise Refused(f"{path} is not a regular file (mode {stat.filemode(mode)})")
-        finally:
-            os.close(fd)
+    def _copy_dir(self, top, dest, uid, where):
+        """The folder open at ``top`` into ``dest``, level by level (no recursion)."""
+        todo = [(top, dest, where, 1)]
+        while todo:
+            fd, dest, where, depth = todo.pop()
+            try:
+                if depth > MAX_DEPTH:
+                    raise Refused(f"more than {MAX_DEPTH} folder levels deep")
+                os.mkdir(dest, 0o755)
+                for entry in os.scandir(fd):
+                    path = os.path.join(where, entry.name)
+                    if any(fnmatch.fnmatch(entry.name, glob) for glob in self.coursedir.ignore):
+                        continue
+                    self._budget["entries"] -= 1
+                    if self._budget["entries"] < 0:
+                        raise Refused(f"more than {MAX_ENTRIES} files and folders")
+                    mode = os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode
+                    if stat.S_ISDIR(mode):
+                        todo.append((self._open_dir(entry.name, fd, uid, path), os.path.join(dest, entry.name),
+                                     path, depth + 1))
+                    elif stat.S_ISREG(mode):
+                        self._copy_file(entry.name, fd, os.path.join(dest, entry.name), uid, path)
+                    else:
+                        raise Refused(f"{path} is not a regular file (mode {stat.filemode(mode)})")
+            except BaseException:
+                for other, *_ in todo:
+                    os.close(other)
+                raise
+            finally:
+                os.close(fd)
 
     def _copy_file(self, name, dir_fd, dest, uid, where):
         try:

@@ -19,16 +19,21 @@ import tempfile
 import nbformat
 import pytest
 
-from autograder import grade, trusted
+from autograder import grade, intake, trusted
 from autograder.reference.grading import all_checks
 from autograder.samples import make_samples
-from tests.conftest import ROOT
+from tests.conftest import ROOT, make_deep, remove_deep
 
 pytestmark = pytest.mark.xdist_group("sample-class")   # one worker grades the class once
 SAMPLES = ROOT / "autograder" / "samples"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
 LIMITS = trusted.Limits(cell_s=20, check_s=30, wall_s=240)
-PLANTED = {"fifo_notebook": "a FIFO", "hard_link": "a hard link"}     # made at test time: git cannot hold them
+# made at test time (git cannot hold them, or should not): the words their reason must hold
+PLANTED = {"fifo_notebook": "a FIFO", "hard_link": "a hard link",
+           "deep_model": "more than 16 folder levels deep",           # a model folder 1,100 levels deep
+           "many_files": "more than 1000 files and folders",          # 20,000 empty files beside the notebook
+           "correct\n": "student folder's name"}                      # a second "correct", one newline longer
+JUNK = 900        # files in junk_files' model folder: within the limits, graded, never shown to nbgrader
 GUARDED = ["autograder", "course", "solutions", "exercises", "lectures", "data"]
 
 
@@ -75,6 +80,15 @@ def graded(tmp_path_factory):
     (submissions / "hard_link").mkdir()
     os.link(ROOT / "solutions" / "05_gru.ipynb" if os.stat(ROOT / "solutions").st_dev == os.stat(tmp).st_dev
             else correct, submissions / "hard_link" / "05_gru.ipynb")
+    for student in ("deep_model", "many_files", "junk_files", "correct\n"):
+        (submissions / student).mkdir()
+        shutil.copyfile(correct, submissions / student / "05_gru.ipynb")
+    deep = submissions / "deep_model" / "05_gru_model"
+    make_deep(deep, 1100)
+    for student, count in (("many_files", 20_000), ("junk_files", JUNK)):
+        (submissions / student / "05_gru_model").mkdir()
+        for i in range(count):
+            (submissions / student / "05_gru_model" / f"{i}.txt").touch()
     before = fingerprint()
     course, boxes = tmp / "course", tmp / "sandboxes"
     boxes.mkdir()
@@ -83,6 +97,7 @@ def graded(tmp_path_factory):
         records = grade.autograde(submissions, course=course, workers=2, limits=LIMITS)
     finally:
         tempfile.tempdir = saved
+        remove_deep(deep)
     return {"course": course, "records": {r["student"]: r for r in records}, "before": before,
             "after": fingerprint(), "leftovers": sandbox_processes(boxes)}
 
@@ -110,6 +125,9 @@ def test_each_submission_gets_exactly_what_it_earned(graded, student):
                                             for p in ps)
     if words:
         assert words in told, f"{student}: expected {words!r} in {told!r}"
+    said = json.dumps(record)
+    for word in EXPECTED[student].get("absent", []):     # text the submission sent, never the grader's words
+        assert word not in said, f"{student}: {word!r} reached the grader's record: {said}"
     if record["status"] != "graded" or record["score"] < record["max_score"]:
         assert told.strip(), "a lost point needs a readable reason"
 
@@ -121,9 +139,15 @@ def test_fifos_and_hard_links_are_refused_with_a_reason(graded, student):
     assert PLANTED[student] in record["reason"], record
 
 
+def test_junk_files_are_kept_from_nbgrader(graded):
+    record = graded["records"]["junk_files"]
+    assert record["status"] == "graded" and record["score"] == record["max_score"], record
+    assert list((graded["course"] / "submitted" / "junk_files" / "05_gru").rglob("*.txt")) == []
+
+
 def test_the_whole_class_is_graded_and_recorded_in_nbgraders_gradebook(graded):
     records = graded["records"]
-    assert set(records) == set(EXPECTED) | set(PLANTED)
+    assert set(records) == set(EXPECTED) | set(PLANTED) | {"junk_files"}
     export = graded["course"] / "export.csv"
     grade.nbgrader("export", f"--to={export}", course=graded["course"])
     exported = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(open(export))}
@@ -155,6 +179,9 @@ def test_grade_table_csv_has_a_status_for_everyone(graded, tmp_path):
     grade.write_csv(records, tmp_path / "grades.csv")
     rows = list(csv.DictReader(open(tmp_path / "grades.csv")))
     assert len(rows) == len(records)
+    formulas = [v for r in rows for v in r.values() if v[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert not formulas, f"cells a spreadsheet would run as formulas: {formulas}"
+    assert any(r["student"].startswith("'=HYPERLINK") for r in rows)
     assert {r["status"] for r in rows} <= {"graded", "failed", "needs manual grade"}
     assert all(r["reason"] for r in rows if r["status"] == "failed")
 
@@ -166,6 +193,8 @@ def test_feedback_pages_show_checks_but_no_hidden_test_or_reference_value(graded
               if "check(" in line or "autograder" in line]
     seen = 0
     for student, record in graded["records"].items():
+        if not intake.STUDENT_ID.fullmatch(student):       # no folder to put a page in: the table says why
+            continue
         page = pages / student / record["notebook"] / f"{record['notebook']}.html"
         text = page.read_text()
         seen += 1
@@ -173,7 +202,23 @@ def test_feedback_pages_show_checks_but_no_hidden_test_or_reference_value(graded
         assert "BEGIN HIDDEN" not in text and not any(line in text for line in hidden), page
         if record["status"] == "graded" and record["score"] < record["max_score"] and record["cells"]:
             assert "failed" in text
-    assert seen == len(graded["records"])
+    assert seen == len([s for s in graded["records"] if intake.STUDENT_ID.fullmatch(s)])
+
+
+ACTIVE = ["<script>alert", "onerror", 'href="javascript:']     # markup that would run in a browser
+
+
+def test_no_page_runs_the_students_markup(graded):
+    """The student's markdown, as the feedback page and formgrader (nbconvert's HTML
+    of the autograded notebook, in the instructor's browser) show it."""
+    from nbconvert import HTMLExporter
+    pages = grade.write_feedback(graded["course"])
+    shown = {"feedback": (pages / "html_markdown" / "05_gru" / "05_gru.html").read_text(),
+             "formgrader": HTMLExporter().from_filename(
+                 str(graded["course"] / "autograded" / "html_markdown" / "05_gru" / "05_gru.ipynb"))[0]}
+    for where, text in shown.items():
+        assert "5 / 5 points" in text or where == "feedback", "the student's markdown should still be shown"
+        assert not [a for a in ACTIVE if a in text], f"{where} page runs the student's markup"
 
 
 def test_two_threads_can_start_dynet_at_once():

@@ -4,6 +4,7 @@ import json
 import math
 import random
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -51,16 +52,13 @@ def test_same_seed_same_corpus_other_seed_other_corpus(g):
 def test_write_corpus_is_byte_for_byte_deterministic(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     for out in (first, second):
-        gm.write_corpus(out / "course", out / "hidden", seed=3, train_tokens=4000, pairs_per_bucket=2)
+        gm.write_corpus(out / "course", seed=3, train_tokens=4000, pairs_per_bucket=2)
     names = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert [str(n) for n in names] == [
         "course/agreement.tsv", "course/stats.json", "course/test.logprob", "course/test.txt",
-        "course/train.logprob", "course/train.txt", "course/valid.logprob", "course/valid.txt",
-        "hidden/course_hidden.logprob", "hidden/course_hidden.stats.json", "hidden/course_hidden.txt"]
+        "course/train.logprob", "course/train.txt", "course/valid.logprob", "course/valid.txt"]
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
-    # the hidden split is a different sample from valid and test
-    assert lines(first / "hidden/course_hidden.txt")[:20] != lines(first / "course/test.txt")[:20]
 
 
 def test_large_files_are_gzipped_deterministically(tmp_path):
@@ -190,12 +188,33 @@ def test_morphology():
 
 def test_make_corpus_regenerates_every_shipped_file_byte_for_byte(tmp_path):
     """`python -m course data make-corpus` with its defaults, into a scratch folder."""
-    gm.write_corpus(out_dir=tmp_path / "course", hidden_dir=tmp_path / "heldout")
-    for shipped, regenerated in ((COURSE, tmp_path / "course"), (HIDDEN, tmp_path / "heldout")):
-        names = sorted(p.name for p in shipped.iterdir() if p.is_file())
-        assert names == sorted(p.name for p in regenerated.iterdir())
-        for name in names:
-            assert (shipped / name).read_bytes() == (regenerated / name).read_bytes(), name
+    gm.write_corpus(out_dir=tmp_path / "course")
+    names = sorted(p.name for p in COURSE.iterdir() if p.is_file())
+    assert names == sorted(p.name for p in (tmp_path / "course").iterdir())
+    for name in names:
+        assert (COURSE / name).read_bytes() == (tmp_path / "course" / name).read_bytes(), name
+
+
+def test_make_heldout_regenerates_the_held_out_split_from_its_seed(tmp_path):
+    from autograder import make_heldout
+    shutil.copyfile(HIDDEN / "seed", tmp_path / "seed")
+    make_heldout.write(tmp_path)
+    for name in ("course_hidden.txt", "course_hidden.logprob", "course_hidden.stats.json"):
+        assert (HIDDEN / name).read_bytes() == (tmp_path / name).read_bytes(), name
+
+
+def test_the_released_sampler_cannot_draw_the_held_out_sentences():
+    """The release holds course/grammar.py: its sampler, with the seeds and stream
+    names anyone would try, never draws the held-out split's sentences."""
+    held_out = lines(HIDDEN / "course_hidden.txt")
+    first, everything = held_out[:5], set(held_out)
+    grammar = gm.Grammar()
+    streams = ["hidden", gm.HIDDEN_NAME, "heldout", "held_out", "capstone", "test", "valid", "train", ""]
+    for seed in [*range(0, 101), 2024, 2025, 2026, 20261125, "hidden", gm.HIDDEN_NAME, ""]:
+        for stream in streams:
+            drawn = [" ".join(d.words) for d in gm.sample_split(grammar, seed, stream, 10 ** 9, sentences=5)]
+            assert drawn != first, (seed, stream)
+            assert len(set(drawn) & everything) < 3, (seed, stream)    # short sentences recur by chance
 
 
 def test_stats_json_describes_the_shipped_files(g):

@@ -69,8 +69,9 @@ def test_student_code_cannot_import_the_reference(correct):
 
 
 def test_an_endless_loop_costs_its_cell_its_time_limit_only():
-    problems, _, notes = run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
-                             trusted.Limits(cell_s=3, wall_s=60, cpu_s=60, memory_mb=3000))
+    # answer cells run outside the main thread: signal.signal raises there, so the loop ignores SIGINT itself
+    loop = "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
+    problems, _, notes = run(loop, trusted.Limits(cell_s=3, wall_s=60, cpu_s=60, memory_mb=3000))
     assert problems and any("time limit" in n for n in notes)
 
 
@@ -119,3 +120,25 @@ def test_a_memory_bomb_hits_the_limit_and_earns_nothing(correct):
 def test_a_missing_function_is_reported_by_name():
     problems, _, _ = run("def something_else():\n    pass\n")
     assert "gru_step is not defined" in problems[0]
+
+
+def test_the_replay_of_a_traced_program_counts_in_the_submissions_time(correct):
+    """A step whose DyNet operations are cheap to record and slow to run (lazy
+    matrix products): the replay is stopped when the submission's time is up."""
+    import time
+    heavy = correct.replace("def gru_step(", "def _gru_step(") + textwrap.dedent("""
+        import numpy as _np
+        _m = _np.full((300, 300), 1.0 / 300)
+
+        def gru_step(p, x, state):
+            (h,) = _gru_step(p, x, state)
+            m = dy.inputTensor(_m)
+            acc = m
+            for _ in range(10_000):
+                acc = acc * m
+            return (h + dy.sum_elems(acc) * 0,)
+        """)
+    start = time.monotonic()
+    problems, _, _ = run(heavy, trusted.Limits(wall_s=15, cell_s=10, check_s=60, cpu_s=120, memory_mb=3000))
+    assert problems and "replayed" in problems[0], problems
+    assert time.monotonic() - start < 15 + trusted.START_S / 3 + trusted.REPLAY_GRACE_S, "the replay ran past the budget"

@@ -95,10 +95,15 @@ KILLER = """
 import os, signal, threading, time
 def _kill_everything():
     while True:
-        for _pid in os.listdir("/proc"):
-            if _pid.isdigit() and int(_pid) != os.getpid():
+        try:
+            _pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:                  # /proc cannot be listed: every pid, blindly
+            _pids = range(1, 4096)
+        _own = {os.getpid(), *(t.native_id for t in threading.enumerate())}   # its own threads' ids
+        for _pid in _pids:
+            if _pid not in _own:
                 try:
-                    os.kill(int(_pid), signal.SIGKILL)
+                    os.kill(_pid, signal.SIGKILL)
                 except Exception:
                     pass
         time.sleep(0.05)
@@ -200,6 +205,77 @@ try:
 except OSError as _err:
     raise RuntimeError(f"could not send: {_err}")
 """
+# Frames written by hand to every pipe the code can reach, and to the sandbox's own channel
+# through /proc: a spreadsheet formula as a cell's name, a false "not confined" note.
+FORGED_FRAMES = GRU_RIGHT + """
+import json, os, stat
+def _frame(event, **fields):
+    header = json.dumps({"event": event, **fields}).encode()
+    return len(header).to_bytes(4, "big") + header + (0).to_bytes(4, "big")
+_name = '=HYPERLINK("http://evil.example/","regrade")'
+_forged = (_frame("not confined", why="regrade by hand") + _frame("cell", cell=_name, index=0)
+           + _frame("probe", check=_name, index=0) + _frame("finished"))
+for _fd in range(3, 64):
+    try:
+        if stat.S_ISFIFO(os.fstat(_fd).st_mode):
+            os.write(_fd, _forged)
+    except OSError:
+        pass
+    try:
+        _parent = os.open(f"/proc/{os.getppid()}/fd/{_fd}", os.O_WRONLY | os.O_NONBLOCK)
+        os.write(_parent, _forged)
+    except OSError:
+        pass
+"""
+# Markup for the instructor's browser (formgrader) and the student's feedback page.
+HTML_MARKDOWN = """<script>alert("feedback")</script>
+<img src=x onerror="alert('formgrader')">
+<div class="course-feedback"><b>5 / 5 points</b></div>
+
+[regrade](javascript:alert(1))
+"""
+# The Guard switched off where it used to live (the sandbox's __main__) and where it lives,
+# then NumPy patched; a DyNet wrapper's closure and the tracer's table of DyNet functions rewritten.
+GUARD_OFF = """
+import sys
+import autograder.sandbox as _sandbox
+for _module in (sys.modules["__main__"], _sandbox):
+    if hasattr(_module, "Guard"):
+        _module.Guard.problems = lambda self: []
+np.allclose = lambda *a, **k: True
+"""
+CLOSURE_PATCH = """
+from autograder.probes import trace as _trace
+_trace.ORIGINAL["tanh"] = _trace.ORIGINAL["logistic"]
+for _cell in dy.tanh.__closure__ or ():
+    if _cell.cell_contents is _trace.ORIGINAL.get("logistic") or callable(_cell.cell_contents):
+        _cell.cell_contents = _trace.ORIGINAL["logistic"]
+"""
+# The answer cell looks through its callers' frames for the grader's guard, inputs and request.
+CALLER_FRAMES = """
+import sys
+_found, _frame = [], sys._getframe(0).f_back
+while _frame is not None:
+    _found += [k for k in _frame.f_locals if k in ("guard", "inputs", "request", "probes", "namespace")]
+    _frame = _frame.f_back
+if _found:
+    raise RuntimeError(f"the grader's locals are in reach: {_found}")
+"""
+# 24 files of 64 MB (1.5 GB) where the sandbox may write.
+DISK_FILLER = GRU_RIGHT + """
+_written = 0
+try:
+    for _i in range(24):
+        with open(f"filler{_i}.bin", "wb") as _f:
+            for _ in range(64):
+                _f.write(b"x" * (1 << 20))
+                _written += 1
+except OSError as _err:
+    raise RuntimeError(f"stopped after {_written} MB: {_err.strerror}")
+"""
+#: words a student's record (reason, notes, grade CSV) must never hold
+ABSENT = {"forged_frames": ["HYPERLINK", "not confined", "regrade by hand"],
+          '=HYPERLINK("evil.example","x")': []}
 
 RIGHT, WRONG = True, False
 # Checks a wrong function still passes: each slip costs the checks of the part it breaks
@@ -264,6 +340,23 @@ STUDENTS = {
                               "symbolic link", "model:solutions"),
     "model_links_reference": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, {}, ["failed"],
                               "symbolic link", "model:autograder/reference"),
+    "unknown_grade_ids": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"],
+                          "the assignment does not have", "unknown_grade_ids"),
+    "answer_marked_grade": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"],
+                            "graded as the assignment's", "answer_marked_grade"),
+    "guard_disabled": ("05_gru", {"gru_step": GRU_WRONG + GUARD_OFF}, {"gru_step": WRONG}, {}, ["graded"],
+                       "must not be changed", None),
+    "closure_patched": ("05_gru", {"gru_step": GRU_WRONG + CLOSURE_PATCH}, {"gru_step": WRONG}, {}, ["graded"],
+                        "must not be changed", None),
+    "caller_frames": ("05_gru", {"gru_step": CALLER_FRAMES + GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"], None,
+                      None),
+    "disk_filler": ("05_gru", {"gru_step": DISK_FILLER}, {"gru_step": RIGHT}, {}, ["graded"],
+                    "No space left on device", None),
+    "forged_frames": ("05_gru", {"gru_step": FORGED_FRAMES}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
+    "html_markdown": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None,
+                      "html_markdown"),
+    '=HYPERLINK("evil.example","x")': ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"],
+                                       "student folder", None),
 }
 def notebook(chapter: str, answers: dict, how: str | None):
     nb = nbformat.read(ROOT / "exercises" / f"{chapter}.ipynb", as_version=4)
@@ -278,6 +371,20 @@ def notebook(chapter: str, answers: dict, how: str | None):
         for cell in nb.cells:
             if cell.metadata.get("nbgrader", {}).get("grade"):
                 cell.source, cell.metadata["nbgrader"]["points"] = "pass", 100
+    if how == "unknown_grade_ids":               # a test cell and a written answer the assignment does not have
+        free = nbformat.v4.new_code_cell("assert True", id="free-points")
+        free.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": False, "grade_id": "free_points",
+                                     "points": 100, "schema_version": 3}
+        essay = nbformat.v4.new_markdown_cell("My essay.", id="essay")
+        essay.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "grade_id": "essay",
+                                      "points": 10, "schema_version": 3}
+        nb.cells += [free, essay]
+    if how == "answer_marked_grade":             # the answer cell claims to be a (manually graded) grade cell
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "gru_step":
+                cell.metadata["nbgrader"].update(grade=True, points=5)
+    if how == "html_markdown":
+        nb.cells.insert(1, nbformat.v4.new_markdown_cell(HTML_MARKDOWN, id="student-html"))
     if how == "duplicate_answer":                 # as Jupyter's copy leaves it: the wrong copy first
         index, cell = next((i, c) for i, c in enumerate(nb.cells)
                            if c.metadata.get("nbgrader", {}).get("grade_id") == "gru_step")
@@ -309,7 +416,7 @@ def build():
             nested.parent.mkdir()
             nested.write_text(nbformat.writes(notebook(chapter, {"gru_step": GRU_WRONG}, None)))
         expected[student] = {"notebook": chapter, "functions": functions, "checks": checks,
-                             "statuses": statuses, "words": words}
+                             "statuses": statuses, "words": words, "absent": ABSENT.get(student, [])}
     (HERE / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     return expected
 
