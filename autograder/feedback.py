@@ -8,6 +8,14 @@ value, a file's content or a traceback of grader code.
 from __future__ import annotations
 
 import html
+import os
+import re
+
+import nh3
+
+#: where the course's book is served (e.g. "https://hub.example.edu/services/book/"); unset, the
+#: feedback names the lecture and section without a link, so no link is ever dead
+BOOK_URL = os.environ.get("COURSE_BOOK_URL", "")
 
 CSS = """
 .course-feedback {font-family: system-ui, sans-serif; max-width: 60rem; margin: 1rem 0;}
@@ -16,7 +24,26 @@ CSS = """
 .course-feedback .pass {color: #176f2c; font-weight: 600;}
 .course-feedback .fail {color: #a61b1b; font-weight: 600;}
 .course-feedback .muted {color: #555; font-size: .9em;}
+/* the whole of a check's line, wrapped, never cut in a scrolling box */
+.jp-OutputArea-output pre, .output_text pre {white-space: pre-wrap; overflow-wrap: anywhere;}
+.rendered_html table, .jp-RenderedMarkdown table {border-collapse: collapse; margin: .5rem 0;}
+.rendered_html th, .rendered_html td, .jp-RenderedMarkdown th, .jp-RenderedMarkdown td
+    {border: 1px solid #ccc; padding: .25rem .7rem;}
+math[display="block"] {margin: .6rem 0;}
+.course-eq {display: flex; align-items: center; justify-content: center; gap: 2rem;}
+mtd:first-child {text-align: right;} mtd + mtd {text-align: left;}   /* aligned: at the = sign */
 """
+
+# Equations typeset here as MathML, which browsers draw without a script: the page needs no
+# MathJax and no network, as a file, on a hub without internet, anywhere.
+_MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$(?!\s)([^$\n]+?)(?<!\s)\$", re.S)
+_TAG = re.compile(r"\\tag\{([^{}]*)\}")
+_MATHML = {"math", "mrow", "mi", "mo", "mn", "msub", "msup", "msubsup", "mfrac", "msqrt", "mroot", "mtext",
+           "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mspace", "mstyle", "mpadded", "menclose"}
+_MATHML_ATTRIBUTES = {tag: {"display", "xmlns", "stretchy", "mathvariant", "fence", "separator", "lspace",
+                            "rspace", "accent", "accentunder", "columnalign", "movablelimits",
+                            "linethickness", "width", "displaystyle", "scriptlevel", "notation"}
+                      for tag in _MATHML}
 
 
 def _check_info(name: str):
@@ -27,14 +54,48 @@ def _check_info(name: str):
         return None
 
 
+def _to_mathml(tex: str, display: bool) -> str:
+    """latex2mathml, with `aligned` as a table of rows (latex2mathml writes its & and \\\\ as text)."""
+    from latex2mathml.converter import convert
+    aligned = re.fullmatch(r"\s*\\begin\{aligned\}(.*)\\end\{aligned\}\s*", tex, re.S)
+    if not aligned:
+        return convert(tex, display="block" if display else "inline")
+    inner = lambda part: re.sub(r"^<math[^>]*>|</math>$", "", convert(part))
+    rows = "".join("<mtr>" + "".join(f"<mtd columnalign='{'right' if k == 0 else 'left'}'>{inner(cell)}</mtd>"
+                                     for k, cell in enumerate(row.split("&"))) + "</mtr>"
+                   for row in re.split(r"\\\\", aligned[1]) if row.strip())
+    return f"<math xmlns='http://www.w3.org/1998/Math/MathML' display='block'><mtable>{rows}</mtable></math>"
+
+
+def typeset_math(markdown: str) -> str:
+    """$...$ and $$...$$ in a markdown cell -> MathML (sanitised: only MathML's own elements and
+    attributes), a display's \\tag{N} as its number beside it; what does not parse stays TeX."""
+    def one(m):
+        display, tex = m[1] is not None, m[1] if m[1] is not None else m[2]
+        tag = _TAG.search(tex)
+        try:
+            mathml = _to_mathml(_TAG.sub("", tex), display)
+        except Exception:                         # anything latex2mathml cannot read stays as written
+            return m[0]
+        mathml = nh3.clean(mathml, tags=_MATHML, attributes=_MATHML_ATTRIBUTES)
+        if not display:
+            return mathml
+        number = f"<span>({html.escape(tag[1])})</span>" if tag else ""
+        return f"\n\n<div class='course-eq'>{mathml}{number}</div>\n\n"
+    return _MATH.sub(one, markdown)
+
+
 def _lecture_link(lecture) -> str:
-    """(notebook stem, section or equation) -> a link where the book has one, else the words."""
+    """(notebook stem, section or equation) -> a link into the book where COURSE_BOOK_URL says
+    where it is served, else the words (the lecture notebook and where in it)."""
     if not lecture:
         return ""
     stem, where = (lecture if isinstance(lecture, (tuple, list)) else (lecture, ""))
     text = f"lecture {stem}" + (f", {where}" if where else "")
+    if not BOOK_URL:
+        return html.escape(f"lectures/{stem}.ipynb" + (f", {where}" if where else ""))
     from course import book
-    url = book.lecture_url(stem, book.anchor(stem, where) if where else "")
+    url = book.lecture_url(stem, book.anchor(stem, where) if where else "", root=BOOK_URL)
     return f"<a href='{html.escape(url)}'>{html.escape(text)}</a>"
 
 

@@ -210,13 +210,22 @@ class GradeInSandbox(NbGraderPreprocessor):
 
 
 class CourseFeedback(NbGraderPreprocessor):
-    """No hidden test in the feedback; the course's summary on top."""
+    """No hidden test in the feedback; the course's summary on top; equations typeset without a
+    script; each test cell's points said in words (nbgrader's bare `Out[ ]: 1` is for the gradebook)."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.source = HIDDEN.sub("", cell.source).rstrip()
+                meta = cell.metadata.get("nbgrader", {})
+                points = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
+                if meta.get("grade") and not meta.get("solution") and points:
+                    cell.outputs = [o for o in cell.outputs if o not in points] + [nbformat.v4.new_output(
+                        "stream", name="stdout", text=f"points: {points[-1]['data'].get('text/plain', '0')} "
+                                                      f"of {float(meta.get('points', 0)):g}\n")]
+            elif cell.cell_type == "markdown":
+                cell.source = feedback.typeset_math(cell.source)
         course = Path(CourseDirectory(config=self.config).root)
         result = load_result(course, info["student"], info["notebook"]) or {"notebook": info["notebook"]}
         summary = feedback.summary_html(result, info["student"], score=info.get("score"),

@@ -115,7 +115,7 @@ def _judge_builder(numbers, inputs) -> list[str]:
 VISIBLE = "gru_step_visible"
 CHECKS = [
     steps.values_check("ch05.gru_step", "gru_step", "gru", seed=SEED, slips=list(SLIPS.values()),
-                       explain={0: "check eqs 56-59 one by one"}, lecture=("05_gru", "eq 58"),
+                       explain={0: "check eqs 56-59 one by one"}, lecture=("05_gru", "eq 56"),
                        visible=VISIBLE),
     steps.gradients_check("ch05.gru_gradients", "gru_step", "gru", seed=SEED + 3, visible=VISIBLE),
     steps.values_check(
