@@ -8,7 +8,7 @@ JOBS   ?= 2
 NODE_BIN := $(VENV)/node/node_modules/.bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/$(NODE_BIN):$(PATH)
 
-.PHONY: demo test bench install proxy chromium exercises release autograde feedback grades heldout dynet-gpu clean
+.PHONY: demo test bench install proxy chromium exercises release autograde feedback grades heldout similarity dynet-gpu clean
 
 install: $(STAMP)
 
@@ -66,6 +66,12 @@ feedback: $(STAMP)
 
 grades: $(STAMP)
 	$(PY) -m autograder.grade grades
+
+## make similarity CHAPTER=06_minibatching: pairs of students whose answer cells are alike, from the
+## graded class's submitted/ (a side-by-side report for the instructor, never shown to students)
+CHAPTER ?= 06_minibatching
+similarity: $(STAMP)
+	$(PY) -m autograder.similarity $(CHAPTER) --submissions autograder/work/course/submitted
 
 ## make heldout: the capstone's held-out sentences, from a seed only the instructors hold
 ## (autograder/heldout/seed, made the first time; delete it for a new held-out set)

@@ -179,6 +179,12 @@ def test_every_page_is_built_with_its_links(built):
     assert "eq-t-59" in lecture05.ids and "#eq-t-59" in lecture05.hrefs     # an equation and its citation
     assert "../exercises/05_gru.html" in lecture05.hrefs
     assert "04_forget_gate.html" in lecture05.hrefs                          # "chapter 04"
+    # every results table a lecture cites is a page, and the citation links to it
+    cited = {m for path in build.lectures() for m in re.findall(r"bench/results/(\w+)\.(?:md|json|png)", path.read_text())}
+    assert cited and all(f"results/{name}.html" in pages for name in cited if (build.RESULTS / f"{name}.md").exists())
+    assert "../results/converge.html" in lecture05.hrefs
+    index = (built / "index.html").read_text()
+    assert "Who it is for" in index and "results/converge.html" in index
     exercise05 = parsed(built / "exercises" / "05_gru.html")
     assert "../lectures/05_gru.html#eq-t-56" in exercise05.hrefs                # the answer cell's link
 
