@@ -8,7 +8,7 @@ JOBS   ?= 2
 NODE_BIN := $(VENV)/node/node_modules/.bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/$(NODE_BIN):$(PATH)
 
-.PHONY: demo test bench install proxy chromium exercises release autograde feedback grades heldout similarity dynet-gpu clean
+.PHONY: demo test bench install proxy chromium exercises release autograde feedback grades heldout similarity extend dynet-gpu clean
 
 install: $(STAMP)
 
@@ -66,6 +66,10 @@ feedback: $(STAMP)
 
 grades: $(STAMP)
 	$(PY) -m autograder.grade grades
+
+## make extend STUDENT=s CHAPTER=05_gru UNTIL=2027-03-04T23:59:00Z: an extension, in the gradebook
+extend: $(STAMP)
+	$(PY) -m autograder.late_policy $(STUDENT) $(CHAPTER) $(UNTIL)
 
 ## make similarity CHAPTER=06_minibatching: pairs of students whose answer cells are alike, from the
 ## graded class's submitted/ (a side-by-side report for the instructor, never shown to students)

@@ -34,7 +34,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autograder import feedback, intake, trusted
+from autograder import feedback, intake, late_policy, trusted
 from autograder.nbgrader_plugin import load_result, save_result, status_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,6 +68,9 @@ def prepare_course(course: Path, chapters: list):
         source.parent.mkdir(parents=True, exist_ok=True)
         source.write_bytes(solution)
         nbgrader("generate_assignment", chapter, "--force", course=course)
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", late_policy.COURSE_ID) as gb:   # due dates as the file says
+        late_policy.set_due_dates(gb, chapters)
 
 
 def _refused(course: Path, item, reason: str) -> dict:

@@ -45,6 +45,7 @@ class Submission:
     notebook: Path                 # as submitted
     folders: list                  # <chapter>_model/ and the like, as submitted
     refused: str | None = None     # why it is not graded
+    timestamp: Path | None = None  # <chapter>/timestamp.txt: when the exchange took it (nbgrader reads it)
 
 
 def _kind(mode: int) -> str:
@@ -165,7 +166,9 @@ def _student(student: str, folder: Path) -> list:
             continue
         path = paths[0]
         model = path.parent / f"{chapter}_model"
-        out.append(Submission(student, chapter, path, [model] if os.path.lexists(model) else []))
+        stamp = path.parent / "timestamp.txt"      # nbgrader's exchange records the submission's time here
+        out.append(Submission(student, chapter, path, [model] if os.path.lexists(model) else [],
+                              timestamp=stamp if path.parent.name == chapter and os.path.lexists(stamp) else None))
     return out
 
 
@@ -178,6 +181,16 @@ def place(submission: Submission, target: Path):
                   name=str(Path(submission.student) / submission.notebook.name))
         for folder in submission.folders:
             copy_folder(folder, target / folder.name)
+        if submission.timestamp is not None:
+            copy_file(submission.timestamp, target / "timestamp.txt", limit_mb=1,
+                      name=str(Path(submission.student) / submission.chapter / "timestamp.txt"))
+            when = (target / "timestamp.txt").read_text(errors="replace").strip()
+            try:
+                from nbgrader.utils import parse_utc
+                parse_utc(when)
+            except Exception:
+                raise Refused(f"{submission.student}/{submission.chapter}/timestamp.txt holds {when[:40]!r}, not a "
+                              "time such as 2027-03-01 12:00:00.000000 UTC: submit through the exchange") from None
     except Refused:
         shutil.rmtree(target, ignore_errors=True)
         raise

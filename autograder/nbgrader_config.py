@@ -30,6 +30,8 @@ c.Autograde.sanitize_preprocessors = [
 # instructor's rights; GradeInSandbox scores it with the confined grader instead and
 # writes each test cell's trusted points and check messages as the cell's output,
 # which nbgrader's own SaveAutoGrades stores in the gradebook.
+# Late work: the course's policy (autograder/deadlines.toml) as nbgrader's late-submission plugin
+c.AssignLatePenalties.plugin_class = "autograder.late_policy.CoursePenalty"
 c.Autograde.autograde_preprocessors = [
     "autograder.nbgrader_plugin.GradeInSandbox",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",

@@ -228,8 +228,11 @@ class CourseFeedback(NbGraderPreprocessor):
                 cell.source = feedback.typeset_math(cell.source)
         course = Path(CourseDirectory(config=self.config).root)
         result = load_result(course, info["student"], info["notebook"]) or {"notebook": info["notebook"]}
+        late = info.get("late_penalty") or 0
         summary = feedback.summary_html(result, info["student"], score=info.get("score"),
-                                        status=status_of(result, needs_manual=False)[0])
+                                        status=status_of(result, needs_manual=False)[0],
+                                        reason=f"late: {late:g} point{'s' if late != 1 else ''} taken by the "
+                                               "course's late policy" if late else "")
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(summary))
         return nb, resources
 

@@ -67,6 +67,12 @@ measured tables and figures the lectures cite.
 """
 
 
+def student_readme() -> str:
+    """The README, with the due dates and the late policy as autograder/deadlines.toml says now."""
+    from autograder import late_policy
+    return STUDENT_README + "\n## Due dates\n\n" + late_policy.describe(late_policy.load()) + "\n"
+
+
 def build(out: Path) -> Path:
     out = Path(out)
     if out.exists():
@@ -80,5 +86,5 @@ def build(out: Path) -> Path:
         elif source.exists():
             (out / item).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(source, out / item)
-    (out / "README.md").write_text(STUDENT_README)
+    (out / "README.md").write_text(student_readme())
     return out

@@ -168,9 +168,11 @@ def instructor_course(layout: Layout, instructor: str, students: list):
             shutil.copy(solution, target)
     subprocess.run(["chown", "-R", f"{ids.pw_uid}:{ids.pw_gid}", str(grader), str(course)], check=True)
     subprocess.run(["chmod", "-R", "go-rwx", str(grader), str(course)], check=True)
-    add_students = ("import sys\nfrom nbgrader.api import Gradebook\n"
+    chapters = sorted(p.stem for p in (grader / "solutions").glob("*.ipynb"))
+    add_students = ("import sys\nfrom nbgrader.api import Gradebook\nfrom autograder import late_policy\n"
                     f"with Gradebook('sqlite:///gradebook.db', {COURSE_ID!r}) as gb:\n"
-                    "    for name in sys.argv[1:]:\n        gb.update_or_create_student(name)\n")
+                    "    for name in sys.argv[1:]:\n        gb.update_or_create_student(name)\n"
+                    f"    late_policy.set_due_dates(gb, {chapters!r})\n")
     accounts.as_user(instructor, [str(layout.env / "bin" / "python"), "-c", add_students, *students],
                      cwd=course, env=server_env(layout, instructor), check=True)
 
