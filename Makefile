@@ -58,8 +58,9 @@ release: $(STAMP)
 
 SUBMISSIONS ?= autograder/samples/submissions
 WORKERS ?= 2
+SCHEDULER ?=
 autograde: $(STAMP)
-	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS)
+	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 feedback: $(STAMP)
 	$(PY) -m autograder.grade feedback

@@ -1,7 +1,8 @@
 """The instructor's grading workflow, on an nbgrader course directory.
 
     python -m autograder.grade release   [--out DIR]
-    python -m autograder.grade autograde SUBMISSIONS [--workers N] [--students A,B] [--course DIR]
+    python -m autograder.grade autograde SUBMISSIONS [--workers N | --scheduler tcp://HOST:PORT]
+                                         [--students A,B] [--course DIR]
     python -m autograder.grade feedback  [--course DIR]
     python -m autograder.grade grades    [--csv FILE] [--course DIR]
 
@@ -13,8 +14,10 @@ whose configuration is ``autograder/nbgrader_config.py``:
 
 1. intake (:mod:`autograder.intake`): each submission is copied into
    ``submitted/<student>/<chapter>/`` as regular files, or refused with a reason;
-2. the trusted grader scores them, several at once (``--workers``), and stores
-   each result in ``trusted/<student>/<chapter>.json``;
+2. the trusted grader scores them, several at once: ``--workers`` threads here, or the workers
+   of a Dask cluster (``--scheduler tcp://HOST:PORT``), which get each submission's bytes and
+   return its result, with no file system shared; this process alone stores each result in
+   ``trusted/<student>/<chapter>.json``;
 3. ``nbgrader autograde <chapter>`` records those scores in the gradebook (the
    course's preprocessor replaces nbgrader's in-kernel execution), so formgrader,
    ``nbgrader export`` and ``nbgrader generate_feedback`` show them;
@@ -30,11 +33,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
+import contextlib
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from autograder import feedback, intake, late_policy, trusted
+from autograder.worker import grade_files, submission_files
 from autograder.nbgrader_plugin import load_result, save_result, status_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,8 +87,22 @@ def _refused(course: Path, item, reason: str) -> dict:
     return {"student": item.student, **result, "status": "failed", "reason": reason}
 
 
+@contextlib.contextmanager
+def executor(workers: int = 2, scheduler: str | None = None):
+    """Where submissions are graded: a pool of threads here (each starts its own sandbox), or a
+    Dask cluster's workers through its concurrent.futures executor (a task whose worker dies is
+    run again on another)."""
+    if not scheduler:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            yield pool
+        return
+    from distributed import Client
+    with Client(scheduler, timeout="30s") as client:
+        yield client.get_executor(pure=False)
+
+
 def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits: trusted.Limits | None = None,
-              students: list | None = None) -> list:
+              students: list | None = None, scheduler: str | None = None) -> list:
     """Grade a folder of submissions into the course directory; the records, one per submission."""
     items = [s for s in intake.collect(submissions) if not students or s.student in students]
     if not items:
@@ -110,15 +128,18 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
                 reason = f"the submission cannot be copied ({err.strerror or err})"
         records.append(_refused(course, item, reason))
 
-    def grade_one(item):
-        start = time.perf_counter()
-        path = course / "submitted" / item.student / item.chapter / f"{item.chapter}.ipynb"
-        result = trusted.grade(path, item.chapter, limits).to_json()
-        result["seconds"] = round(time.perf_counter() - start, 1)
-        save_result(course, item.student, item.chapter, result)
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(grade_one, accepted))
+    with executor(workers, scheduler) as pool:
+        futures = {pool.submit(grade_files, item.chapter,
+                               submission_files(course / "submitted" / item.student / item.chapter), limits): item
+                   for item in accepted}
+        for future in as_completed(futures):        # one writer of the results: this process
+            item = futures[future]
+            try:
+                result = future.result()
+            except Exception as err:                # the machine failed, not the submission: graded
+                result = trusted.Result(               # again, here, when nbgrader's step finds no result
+                    notebook=item.chapter, failure=f"not graded ({type(err).__name__}: {str(err)[:200]})").to_json()
+            save_result(course, item.student, item.chapter, result)
     for chapter in sorted({item.chapter for item in accepted}):   # stored results: no grading twice
         nbgrader("autograde", chapter, "--force", course=course, check=False)
     wanted = {(i.student, i.chapter) for i in accepted}
@@ -190,7 +211,9 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(ROOT / "release"))
     p = sub.add_parser("autograde", help="grade a folder of submissions")
     p.add_argument("submissions")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="submissions graded at once on this machine")
+    p.add_argument("--scheduler", default=None,
+                   help="grade on a Dask cluster instead, e.g. tcp://10.0.0.5:8786 (docs/teaching.md)")
     p.add_argument("--students", default="", help="comma-separated student folders to grade (default: all)")
     for name in ("autograde", "feedback", "grades"):
         p = sub.choices.get(name) or sub.add_parser(name, help={"feedback": "write the feedback pages",
@@ -208,7 +231,8 @@ def main(argv=None) -> int:
         if not Path(args.submissions).is_dir():
             parser.error(f"{args.submissions} is not a folder of submissions (<student>/<chapter>.ipynb)")
         students = [s for s in args.students.split(",") if s] or None
-        print_table(autograde(Path(args.submissions), course, args.workers, students=students))
+        print_table(autograde(Path(args.submissions), course, args.workers, students=students,
+                              scheduler=args.scheduler))
         print(f"scores are in the gradebook of {course}: `make grades`, `make feedback`, or nbgrader's "
               "own export and formgrader")
     elif args.command == "feedback":

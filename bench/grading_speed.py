@@ -3,8 +3,13 @@ sample class (every kind of attack), with 1 and 2 workers. Grading is the whole
 instructor's path: intake, the confined grader, nbgrader autograde into the
 gradebook.
 
-    .venv/bin/python bench/grading_speed.py [--workers 1,2] [--what notebook,full,class]
+    .venv/bin/python bench/grading_speed.py [--workers 1,2] [--what notebook,full,class] [--executors local,dask]
+
+``dask`` grades on a Dask cluster started here (``distributed.LocalCluster``: as many worker
+processes as workers, one thread each, on loopback): the cost of sending each submission's bytes
+to a worker and its result back, beside the local pool in the same run.
 """
+import contextlib
 import shutil
 import statistics
 import sys
@@ -39,12 +44,22 @@ def class_of(size: int, folder: Path) -> Path:
     return folder
 
 
+@contextlib.contextmanager
+def local_cluster(workers: int):
+    """A Dask scheduler and WORKERS single-threaded worker processes on loopback; its address."""
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
 def main():
     import argparse
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--what", default="notebook,full,class")
     parser.add_argument("--class-size", type=int, default=50)
+    parser.add_argument("--executors", default="local", help="local, dask or both (local,dask)")
     args = parser.parse_args()
     from autograder import exercises, grade
     from course import runtime
@@ -62,16 +77,17 @@ def main():
                             "submissions, repeated)", class_of(args.class_size, Path(tmp, "class")))}
         for key in args.what.split(","):
             label, folder = chosen[key]
-            for workers in (int(w) for w in args.workers.split(",")):
-                course = Path(tmp, f"course-{key}-{workers}")
+            for workers, where in ((int(w), e) for w in args.workers.split(",") for e in args.executors.split(",")):
+                course = Path(tmp, f"course-{key}-{workers}-{where}")
                 grade.prepare_course(course, sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb")))
-                start = time.perf_counter()
-                records = grade.autograde(folder, course=course, workers=workers)
-                seconds = time.perf_counter() - start
+                with local_cluster(workers) if where == "dask" else contextlib.nullcontext() as scheduler:
+                    start = time.perf_counter()
+                    records = grade.autograde(folder, course=course, workers=workers, scheduler=scheduler)
+                    seconds = time.perf_counter() - start
                 per = [r.get("seconds") for r in records if r.get("seconds") is not None]
                 statuses = sorted({r["status"] for r in records})
                 points = f"{sum(r['score'] for r in records):g} / {sum(r['max_score'] for r in records):g}"
-                rows.append([label, workers, f"{seconds:.0f}", f"{statistics.median(per):.1f}" if per else "-",
+                rows.append([label, "local pool" if where == "local" else "Dask cluster", workers, f"{seconds:.0f}", f"{statistics.median(per):.1f}" if per else "-",
                              f"{max(per):.0f}" if per else "-", points, ", ".join(statuses)])
                 print(rows[-1], flush=True)
     body = ("Wall seconds for `grade.autograde` (intake, the confined grader with N workers, then "
@@ -80,10 +96,10 @@ def main():
             "a notebook that loops costs the limit of the cell or check that loops. The full submission is "
             "every solution notebook; its capstone comes without the saved model it must submit beside it, "
             "so it earns 0 of its 10 points.\n\n"
-            + table(["what", "workers", "seconds", "median s per notebook", "max s", "points", "statuses"], rows))
+            + table(["what", "executor", "workers", "seconds", "median s per notebook", "max s", "points", "statuses"], rows))
     report("grading_speed", "Grading speed", body,
            f"python bench/grading_speed.py --workers {args.workers} --what {args.what} "
-           f"--class-size {args.class_size}")
+           f"--class-size {args.class_size} --executors {args.executors}")
 
 
 if __name__ == "__main__":

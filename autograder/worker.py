@@ -1,0 +1,38 @@
+"""What a grading machine runs: one submission graded from its bytes.
+
+A worker of a Dask cluster (``make autograde SCHEDULER=...``) imports this module and the trusted
+grader only (not nbgrader, not the gradebook): it receives the submission's files as bytes, grades
+them in a temporary folder of its own machine and returns the trusted result, which the
+instructor's process alone stores.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from autograder import trusted
+
+
+def submission_files(folder: Path) -> dict:
+    """A submitted folder's regular files by relative path, as bytes (intake made them regular and
+    few): all a worker needs to grade it."""
+    return {str(path.relative_to(folder)): path.read_bytes()
+            for path in sorted(folder.rglob("*")) if path.is_file() and not path.is_symlink()}
+
+
+def grade_files(chapter: str, files: dict, limits: trusted.Limits | None = None) -> dict:
+    """Grade one submission from its bytes in a temporary folder of this machine (a cluster's
+    worker runs this); the trusted result."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / chapter
+        for name, data in files.items():
+            target = (folder / name).resolve()
+            if not target.is_relative_to(folder.resolve()):
+                raise ValueError(f"{name}: not a path inside the submission")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        start = time.perf_counter()
+        result = trusted.grade(folder / f"{chapter}.ipynb", chapter, limits).to_json()
+        result["seconds"] = round(time.perf_counter() - start, 1)
+        return result

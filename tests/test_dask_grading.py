@@ -1,0 +1,140 @@
+"""Grading on a Dask cluster: a scheduler and two `dask worker` processes on loopback, the workers
+run as a Unix user that cannot read the course directory (they get each submission's bytes and
+return its result; no file system is shared), grade part of the sample class, attacks included,
+with the same digests and scores as the local pool; one worker is killed mid-class and every
+submission is still graded, once, in nbgrader's gradebook.
+
+Needs root (it makes the workers' account) and a Python every user may run (Debian's python3),
+in which the workers' environment is built."""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from autograder import grade
+from hub.prepare import course_python
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.xdist_group("dask")
+ACCOUNT = "coursedask"
+STUDENTS = ["correct", "wrong_gate_order", "numpy_no_gradients", "probe_patched", "forged_frames",
+            "guard_disabled", "infinite_loop", "one_minus_z"]
+
+
+def worker_requirements() -> list:
+    """What the trusted grader imports, pinned as the repository pins it (course and autograder
+    themselves come from the checkout, on PYTHONPATH)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = ("dyNET38", "numpy", "tqdm", "matplotlib", "dask==", "distributed")
+    pins = [d for d in project["dependencies"] + project["optional-dependencies"]["grader"] if d.startswith(wanted)]
+    return pins + [f"nbformat=={importlib.metadata.version('nbformat')}"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.fail("test_dask_grading needs root: it runs the workers as an account of their own")
+    base = Path(tempfile.mkdtemp(prefix="course-dask-"))      # not under pytest's 0700 folder: the workers read it
+    os.chmod(base, 0o755)
+    env_dir = base / "worker-env"
+    subprocess.run([course_python(), "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install",
+                              "--quiet", *worker_requirements()], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr[-3000:]
+    try:
+        pwd.getpwnam(ACCOUNT)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", ACCOUNT], check=True)
+    port = free_port()
+    python = str(env_dir / "bin" / "python")
+    scheduler = subprocess.Popen([python, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--no-dashboard"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+    workers = []
+    for name in ("w1", "w2"):
+        scratch = base / name
+        scratch.mkdir()
+        os.chown(scratch, pwd.getpwnam(ACCOUNT).pw_uid, -1)
+        env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(scratch),
+               "MPLBACKEND": "Agg"}
+        account = pwd.getpwnam(ACCOUNT)
+        workers.append(subprocess.Popen(
+            [python, "-m", "distributed.cli.dask_worker",
+             f"tcp://127.0.0.1:{port}", "--nthreads", "1", "--nworkers", "1", "--no-dashboard", "--name", name,
+             "--local-directory", str(scratch)], env=env, cwd=scratch, stdout=subprocess.DEVNULL,
+            stderr=open(scratch / "log", "w"), start_new_session=True,
+            user=account.pw_uid, group=account.pw_gid, extra_groups=[]))
+    from distributed import Client
+    with Client(f"tcp://127.0.0.1:{port}", timeout="60s") as client:
+        client.wait_for_workers(2, timeout=120)
+    yield {"address": f"tcp://127.0.0.1:{port}", "workers": workers, "base": base}
+    for process in [scheduler, *workers]:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def gradebook_counts(course) -> dict:
+    """(student, chapter) -> how many submissions nbgrader's gradebook holds."""
+    from collections import Counter
+    from nbgrader.api import Gradebook, SubmittedAssignment
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "rnnlm-course") as gb:
+        return Counter((s.student_id, s.assignment.name) for s in gb.db.query(SubmittedAssignment))
+
+
+def test_the_workers_cannot_read_the_course(cluster, tmp_path):
+    course = tmp_path / "course"
+    course.mkdir(mode=0o700)
+    (course / "gradebook.db").write_text("")
+    account = pwd.getpwnam(ACCOUNT)
+    tried = subprocess.run(["cat", str(course / "gradebook.db")], capture_output=True, text=True,
+                           user=account.pw_uid, group=account.pw_gid, extra_groups=[])
+    assert tried.returncode != 0 and "Permission denied" in tried.stderr
+
+
+def test_a_cluster_grades_as_the_local_pool_does_and_survives_a_killed_worker(cluster, tmp_path):
+    submissions = ROOT / "autograder" / "samples" / "submissions"
+    local = {(r["student"], r["notebook"]): r for r in grade.autograde(
+        submissions, course=tmp_path / "local", workers=2, students=STUDENTS)}
+    course = tmp_path / "on-dask"
+
+    def kill_one_worker():                 # once the first result is back, a worker dies mid-class
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not list((course / "trusted").rglob("*.json")):
+            time.sleep(0.5)
+        os.killpg(cluster["workers"][0].pid, signal.SIGKILL)
+    killer = threading.Thread(target=kill_one_worker, daemon=True)
+    killer.start()
+    remote = {(r["student"], r["notebook"]): r for r in grade.autograde(
+        submissions, course=course, students=STUDENTS, scheduler=cluster["address"])}
+    killer.join()
+    assert cluster["workers"][0].poll() is not None, "the worker was not killed"
+    assert set(remote) == set(local) and len(local) == len(STUDENTS)
+    for key, record in local.items():
+        assert (remote[key]["score"], remote[key]["status"], remote[key].get("digest")) == \
+            (record["score"], record["status"], record.get("digest")), key
+    counts = gradebook_counts(course)
+    assert counts and all(n == 1 for n in counts.values()), counts
+    assert {s for s, _ in counts} == set(STUDENTS)
