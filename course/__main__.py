@@ -1,4 +1,4 @@
-"""Command line: ``python -m course {train,evaluate,data} ...`` (``--help`` on each)."""
+"""Command line: ``python -m course {train,evaluate,sample,judge-samples,data} ...`` (``--help`` on each)."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +13,7 @@ INTERRUPTED = 130            # the shell's exit status for a run stopped by Ctrl
 ERROR = 2
 DEFAULT_MAX_LENGTH = 500     # tokens; longer lines are cut (memory grows with the longest line)
 DEFAULT_MAX_UNKNOWN = 0.05
+DEFAULT_SAMPLE_LENGTH = 100  # tokens of a sampled sentence (5 times as many for a character model)
 
 
 # --------------------------------------------------------------------------- option types
@@ -344,15 +345,21 @@ def _checkpoint_of(path: Path) -> tuple[Path, Path | None]:
     return path, (path.parent if runs.is_run(path.parent) and path.name == "checkpoint" else None)
 
 
-def cmd_evaluate(args, given: set) -> int:
+def _load(path: str, gpu: bool, seed: int = 1):
+    """(checkpoint folder, model, checkpoint record) of a run folder or a checkpoint, checked."""
     from course import runs, runtime
-    checkpoint, run = _checkpoint_of(Path(args.checkpoint))
+    checkpoint, run = _checkpoint_of(Path(path))
     if run is not None:
         runs.load(run)
-    runtime.init(seed=1, gpu=args.gpu or None)
-    from course import corpora, lm
+    runtime.init(seed=seed, gpu=gpu or None)
+    from course import lm
     record = lm.read_record(checkpoint)
-    model = lm.RNNLM.load(checkpoint)
+    return checkpoint, lm.RNNLM.load(checkpoint), record
+
+
+def cmd_evaluate(args, given: set) -> int:
+    checkpoint, model, record = _load(args.checkpoint, args.gpu)
+    from course import corpora, lm
     trained_on = record.get("data")
     if args.corpus is None and trained_on is None:
         raise ValueError(f"{checkpoint} does not record the corpus it was trained on (it was saved by "
@@ -388,6 +395,42 @@ def cmd_evaluate(args, given: set) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- sample
+
+def _unit(record: dict) -> str:
+    return (record.get("data") or {}).get("unit", "word")
+
+
+def cmd_sample(args, given: set) -> int:
+    _, model, record = _load(args.run, args.gpu, args.seed)
+    from course import lm
+    char = _unit(record) == "char"
+    prompt = list(args.prompt or "") if char else (args.prompt or "").split()
+    max_length = args.max_length or (DEFAULT_SAMPLE_LENGTH * 5 if char else DEFAULT_SAMPLE_LENGTH)
+    samples = lm.sample(model, args.n, args.temperature, args.top_k, prompt, args.seed, max_length)
+    for s in samples:
+        print(("" if char else " ").join(s.tokens) + ("" if s.finished else " [cut at --max-length]"))
+    return 0
+
+
+def cmd_judge_samples(args, given: set) -> int:
+    _, model, record = _load(args.run, args.gpu, args.seed)
+    data = record.get("data") or {}
+    if data.get("corpus") != "course" or _unit(record) != "word":
+        raise ValueError(f"{args.run} was trained on {data.get('corpus', 'an unrecorded corpus')} in "
+                         f"{_unit(record)}s: the grammar judges only models of the course corpus in words "
+                         "(train one with --corpus course --unit word).")
+    from course import judge, lm
+    from course.grammar import Grammar
+    samples = lm.sample(model, args.n, args.temperature, args.top_k, None, args.seed,
+                        args.max_length or DEFAULT_SAMPLE_LENGTH)
+    print(f"{args.n} samples at temperature {args.temperature:g}"
+          + (f", top-k {args.top_k}" if args.top_k else "") + f", seed {args.seed}:")
+    for line in judge.report(judge.judge(Grammar(), samples, args.long, seed=args.seed)):
+        print(f"  {line}")
+    return 0
+
+
 # --------------------------------------------------------------------------- data
 
 def cmd_make_corpus(args, given: set) -> int:
@@ -404,6 +447,19 @@ def cmd_fetch(args, given: set) -> int:
 
 
 # --------------------------------------------------------------------------- parser
+
+def _add_sampling(p, n=10) -> None:
+    p.add_argument("--n", type=POSITIVE, default=n, help="how many sentences")
+    p.add_argument("--temperature", type=_number(float, 0.0, low_open=True, example=", e.g. 0.7 or 1"),
+                   default=1.0, help="divides the scores before the softmax: below 1 is more conservative, "
+                                     "above 1 more adventurous")
+    p.add_argument("--top-k", type=POSITIVE, default=None, help="draw only from the k most probable tokens")
+    p.add_argument("--seed", type=POSITIVE, default=1)
+    p.add_argument("--max-length", type=POSITIVE, default=None,
+                   help=f"cut a sentence at this many tokens (default {DEFAULT_SAMPLE_LENGTH} words, "
+                        f"{DEFAULT_SAMPLE_LENGTH * 5} characters)")
+
+
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m course", description=__doc__)
@@ -464,6 +520,29 @@ def parser() -> argparse.ArgumentParser:
                         f"vocabulary (default {DEFAULT_MAX_UNKNOWN}, or the model's own rate on its corpus)")
     p.add_argument("--gpu", action="store_true")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("sample", help="sentences (or characters) generated by a trained model",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Generate sentences from a trained run, one a line; the same --seed "
+                                   "gives the same sentences.")
+    p.add_argument("run", help="a run's --out folder, or a checkpoint folder")
+    _add_sampling(p)
+    p.add_argument("--prompt", default=None,
+                   help="text every sentence starts with (words of the model's vocabulary, or characters)")
+    p.add_argument("--gpu", action="store_true")
+    p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("judge-samples", help="sentences of a course-corpus model judged by the grammar",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Draw sentences from a model of the course corpus and let the grammar "
+                                   "judge them: the share it derives, their log-probability, agreement kept "
+                                   "at long distances, and the model's divergence from the grammar.")
+    p.add_argument("run", help="a run's --out folder, or a checkpoint folder (course corpus, words)")
+    _add_sampling(p, n=1000)
+    p.add_argument("--long", type=POSITIVE, default=6,
+                   help="subject-verb distance (tokens) from which an agreement counts as long")
+    p.add_argument("--gpu", action="store_true")
+    p.set_defaults(func=cmd_judge_samples)
 
     data = sub.add_parser("data", help="make the course corpus or fetch a real one")
     dsub = data.add_subparsers(dest="data_command", required=True)
