@@ -149,3 +149,24 @@ def report(verdict: dict) -> list[str]:
         lines.append(f"KL(model || grammar) is infinite where samples fall outside the language; restricted "
                      f"to the language: {interval(v['kl'])} nats per sentence")
     return lines
+
+
+def mark(grammar, sample) -> str:
+    """A one-word verdict on one sample: "derivable", "agreement lost" (one verb or
+    reflexive in its other form makes it derivable), "not derivable", or "cut" (it
+    reached the length limit)."""
+    if not sample.finished:
+        return "cut"
+    if grammar.parse(sample.tokens) is not None:
+        return "derivable"
+    return "agreement lost" if near_miss(grammar, sample.tokens) else "not derivable"
+
+
+def show(example: dict) -> str:
+    """An example of :func:`judge` as text: the subject's head word in *stars*, the verb
+    in [brackets], with the form the grammar wants after "->" where it was lost."""
+    words = list(example["words"])
+    words[example["cue"]] = f"*{words[example['cue']]}*"
+    target = words[example["target"]]
+    words[example["target"]] = f"[{target}]" if target == example["right"] else f"[{target} -> {example['right']}]"
+    return " ".join(words)

@@ -281,12 +281,17 @@ class RNNLM:
         dy.sum_batches(dy.dot_product(hs, _columns(grad))).backward()
         return float(losses.sum())
 
-    def token_logprobs(self, sentences, batch_size: int = 64, dropout: float = 0.0) -> list:
+    def token_logprobs(self, sentences, batch_size: int = 64, dropout: float = 0.0,
+                       progress: str | None = None) -> list:
         """Log-probability of each prediction: one array of len(s) + 1 per sentence.
-        Batches of long sentences hold fewer than ``batch_size`` (:data:`EVAL_POSITIONS`)."""
+        Batches of long sentences hold fewer than ``batch_size`` (:data:`EVAL_POSITIONS`).
+        ``progress``: a label for a progress bar on stderr (none without)."""
+        from tqdm import tqdm
         ids, _ = encode(sentences, self.vocab)
         result = [None] * len(ids)
-        for chunk in batch_orders(ids, batch_size, max_positions=EVAL_POSITIONS):
+        chunks = batch_orders(ids, batch_size, max_positions=EVAL_POSITIONS)
+        for chunk in tqdm(chunks, desc=progress, unit="batch", file=sys.stderr, disable=progress is None,
+                          mininterval=1.0, dynamic_ncols=True, leave=False):
             batch = make_batch([ids[i] for i in chunk], self.vocab, chunk)
             if self._fits(batch):
                 dy.renew_cg()
@@ -301,9 +306,9 @@ class RNNLM:
                 result[index] = per_step[:len(ids[index]) + 1, column]
         return result
 
-    def sentence_logprobs(self, sentences, batch_size: int = 64) -> np.ndarray:
+    def sentence_logprobs(self, sentences, batch_size: int = 64, progress: str | None = None) -> np.ndarray:
         """Natural-log probability of each sentence (token lists), ``</s>`` included."""
-        return np.array([lp.sum() for lp in self.token_logprobs(sentences, batch_size)])
+        return np.array([lp.sum() for lp in self.token_logprobs(sentences, batch_size, progress=progress)])
 
     # -- checkpoints ----------------------------------------------------------
     def save(self, directory, info: dict | None = None) -> dict:
@@ -504,10 +509,10 @@ def perplexity(total_nll: float, n_predictions: int) -> float:
     return math.exp(mean) if mean < 700 else math.inf
 
 
-def evaluate(model: RNNLM, sentences, batch_size: int = 64) -> float:
+def evaluate(model: RNNLM, sentences, batch_size: int = 64, progress: str | None = None) -> float:
     """Perplexity of token-list sentences: every word and one ``</s>`` per sentence
-    are predicted; padding is never counted."""
-    logprobs = model.sentence_logprobs(sentences, batch_size)
+    are predicted; padding is never counted. ``progress``: a label for a bar on stderr."""
+    logprobs = model.sentence_logprobs(sentences, batch_size, progress)
     return perplexity(-float(logprobs.sum()), sum(len(s) + 1 for s in sentences))
 
 
@@ -681,7 +686,7 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
         order = shuffled(batches, seed, epoch)
         start = time.perf_counter() - state.seconds
         bar = tqdm(total=len(order), initial=state.batch, desc=f"epoch {epoch}/{epochs}", unit="batch",
-                   file=sys.stdout, disable=not progress, mininterval=1.0, dynamic_ncols=True)
+                   file=sys.stderr, disable=not progress, mininterval=1.0, dynamic_ncols=True)
         for index in range(state.batch, len(order)):
             if stop is not None and stop():
                 bar.close()
@@ -695,6 +700,12 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
             nll = model.train_step(batch, dropout, 1.0 / batch.size)
             if not math.isfinite(nll):
                 bar.close()
+                if isinstance(model.cell, Cell) and epoch == 1 and index == 0:
+                    raise TrainingDiverged(
+                        f"the loss of the very first batch is {nll}, before any update: the step function "
+                        f"{model.cell.name} returns nan or inf on its fresh parameters (not a learning-rate "
+                        "problem). Run it on a small batch and look for a division by zero, the log or "
+                        "square root of a negative number, or an exp that overflows.")
                 raise TrainingDiverged(f"the training loss became {nll} at batch {index + 1} of epoch "
                                        f"{epoch} (learning rate {trainer.learning_rate:g}): the model "
                                        "diverged; lower the learning rate or the gradient clipping threshold")
@@ -710,7 +721,8 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
                "lr": trainer.learning_rate, "tokens_per_s": state.predictions / seconds, "seconds": seconds}
         best, improved = state.best, False
         if valid_sentences is not None:
-            row["valid_ppl"] = evaluate(model, valid_sentences)
+            row["valid_ppl"] = evaluate(model, valid_sentences, progress=f"epoch {epoch}: held-out"
+                                        if progress else None)
             if row["valid_ppl"] < best:
                 best, improved = row["valid_ppl"], True
                 if checkpoint:
