@@ -73,7 +73,7 @@ def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed:
     reference: how many sentences the grammar draws itself (with ``seed``) for the
     comparison of log-probabilities. Agreements at ``long_distance`` tokens or more
     between subject and verb are the long ones; up to ``examples_per_kind`` sentences
-    of each (kept, lost) are returned with the positions of subject (cue) and verb
+    of each (kept: from derivable sentences; lost) are returned with the positions of subject (cue) and verb
     (target) and the form the grammar wants there (right)."""
     n = len(samples)
     derivable, gaps, agreement = [], [], {"all": [0, 0], "long": [0, 0]}   # [kept, lost]
@@ -95,7 +95,7 @@ def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed:
             agreement["all"][column] += 1
             if a.distance >= long_distance:
                 agreement["long"][column] += 1
-                if len(examples[column]) < examples_per_kind:
+                if len(examples[column]) < examples_per_kind and (column or lost is None):
                     examples[column].append({"words": list(s.tokens), "cue": a.cue_index,
                                              "target": a.target_index, "right": a.right})
     rng = random.Random(f"judge/{seed}")
