@@ -59,12 +59,13 @@ def main():
             records.append({"cell": cell, "temperature": temperature, "test_ppl": metrics["test_ppl"],
                             "epochs": len(metrics["history"]), **v})
             a = v["agreement"]["long"]
+            counted = a["kept"] + a["lost"]
             rows.append([cell, f"{metrics['test_ppl']:.2f}", f"{temperature:g}",
-                         f"{v['derivable_share']:.1%} [{v['derivable_interval'][0]:.1%}, {v['derivable_interval'][1]:.1%}]",
-                         f"{v['logprob'][0]:.1f} [{v['logprob'][1]:.1f}, {v['logprob'][2]:.1f}]",
-                         f"{a['kept']} / {a['kept'] + a['lost']}" + (f" = {a['share']:.1%} [{a['interval'][0]:.1%}, "
-                                                                   f"{a['interval'][1]:.1%}]" if a['kept'] + a['lost'] else ""),
-                         f"{v['kl'][0]:.2f} [{v['kl'][1]:.2f}, {v['kl'][2]:.2f}]"])
+                         judge.interval((v["derivable_share"], *v["derivable_interval"]), ".1%"),
+                         judge.interval(v["logprob"], ".1f"),
+                         f"{a['kept']} / {counted}" + (f" = {judge.interval((a['share'], *a['interval']), '.1%')}"
+                                                       if counted else ""),
+                         judge.interval(v["kl"])])
             print(" | ".join(rows[-1]), flush=True)
     own = records[0]["grammar_logprob"]
     body = (f"Each model: 1 layer, embed = hidden = {args.hidden}, Adam at its default rate, batch 32, "

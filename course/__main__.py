@@ -519,7 +519,7 @@ def cmd_judge_samples(args, given: set) -> int:
     samples = lm.sample(model, args.n, args.temperature, args.top_k, None, args.seed,
                         args.max_length or DEFAULT_SAMPLE_LENGTH)
     print(f"{args.n} samples at temperature {args.temperature:g}"
-          + (f", top-k {args.top_k}" if args.top_k else "") + f", seed {args.seed}:")
+          + (f", top-k {args.top_k}" if args.top_k else "") + f", seed {args.seed} (95% intervals in brackets):")
     for line in judge.report(judge.judge(Grammar(), samples, args.long, seed=args.seed)):
         print(f"  {line}")
     return 0

@@ -72,9 +72,9 @@ def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed:
 
     reference: how many sentences the grammar draws itself (with ``seed``) for the
     comparison of log-probabilities. Agreements at ``long_distance`` tokens or more
-    between subject and verb are the long ones; up to ``examples_per_kind`` sentences
-    of each (kept: from derivable sentences; lost) are returned with the positions of subject (cue) and verb
-    (target) and the form the grammar wants there (right)."""
+    between subject and verb are the long ones. Up to ``examples_per_kind`` long ones
+    of each kind are returned (kept: in derivable sentences; lost), with the positions
+    of subject (cue) and verb (target) and the form the grammar wants there (right)."""
     n = len(samples)
     derivable, gaps, agreement = [], [], {"all": [0, 0], "long": [0, 0]}   # [kept, lost]
     examples = ([], [])                                                  # long agreements kept, lost
@@ -124,14 +124,17 @@ def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed:
     return result
 
 
+def interval(triple, fmt: str = ".2f") -> str:
+    """(value, low, high) as "value [low, high]"."""
+    return f"{triple[0]:{fmt}} [{triple[1]:{fmt}}, {triple[2]:{fmt}}]"
+
+
 def report(verdict: dict) -> list[str]:
     """The verdict as lines of text."""
-    def interval(triple, fmt=".2f"):
-        return f"{triple[0]:{fmt}} [{triple[1]:{fmt}}, {triple[2]:{fmt}}]"
     v, a = verdict, verdict["agreement"]
     lines = [
-        f"derivable by the grammar: {v['derivable']} of {v['n']} ({v['derivable_share']:.1%}, 95% "
-        f"[{v['derivable_interval'][0]:.1%}, {v['derivable_interval'][1]:.1%}]); "
+        f"derivable by the grammar: {v['derivable']} of {v['n']} "
+        f"({interval((v['derivable_share'], *v['derivable_interval']), '.1%')}); "
         f"{v['n'] - v['finished']} cut at the length limit",
         f"log-probability under the grammar (nats per sentence), derivable samples: {interval(v['logprob'])}; "
         f"the grammar's own samples: {interval(v['grammar_logprob'])}",
@@ -139,8 +142,8 @@ def report(verdict: dict) -> list[str]:
     for key, label in (("all", "all distances"), ("long", f"distance >= {v['long_distance']}")):
         kept, lost = a[key]["kept"], a[key]["lost"]
         if kept + lost:
-            lines.append(f"agreement kept ({label}): {kept} of {kept + lost} ({a[key]['share']:.1%}, 95% "
-                         f"[{a[key]['interval'][0]:.1%}, {a[key]['interval'][1]:.1%}])")
+            lines.append(f"agreement kept ({label}): {kept} of {kept + lost} "
+                         f"({interval((a[key]['share'], *a[key]['interval']), '.1%')})")
         else:
             lines.append(f"agreement kept ({label}): no agreement in the derivable samples")
     if math.isnan(v["kl"][0]):
