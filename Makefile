@@ -89,6 +89,7 @@ bench: $(STAMP)
 	$(PY) bench/batch_speed.py
 	$(PY) bench/cell_speed.py
 	$(PY) bench/lm_memory.py
+	$(PY) bench/samples.py
 	$(PY) bench/notebook_times.py
 	$(PY) bench/grading_speed.py
 	$(PY) bench/capstone_budget.py --again

@@ -1,4 +1,4 @@
-"""Command line: ``python -m course {train,evaluate,data} ...`` (``--help`` on each)."""
+"""Command line: ``python -m course {train,evaluate,sample,judge-samples,data} ...`` (``--help`` on each)."""
 from __future__ import annotations
 
 import argparse
@@ -8,11 +8,14 @@ import os
 import signal
 import sys
 from pathlib import Path
+from shlex import quote
 
 INTERRUPTED = 130            # the shell's exit status for a run stopped by Ctrl-C
+TERMINATED = 143             # ... and by SIGTERM
 ERROR = 2
 DEFAULT_MAX_LENGTH = 500     # tokens; longer lines are cut (memory grows with the longest line)
 DEFAULT_MAX_UNKNOWN = 0.05
+DEFAULT_SAMPLE_LENGTH = 100  # tokens of a sampled sentence (5 times as many for a character model)
 
 
 # --------------------------------------------------------------------------- option types
@@ -79,10 +82,12 @@ def read_splits(data: dict) -> tuple[dict, list, list]:
     return splits, full_train, notes
 
 
-def _unknown(sentences, vocab) -> tuple[int, int]:
-    from course.data import encode
+def _unknown(sentences, vocab) -> tuple[int, int, int]:
+    """Tokens not in the vocabulary, all tokens, and literal ``<unk>`` tokens (a corpus
+    such as WikiText-2 has already replaced its rare words by them)."""
+    from course.data import UNK, encode
     _, n_unknown = encode(sentences, vocab, max_unknown=1.0)
-    return n_unknown, sum(map(len, sentences))
+    return n_unknown, sum(map(len, sentences)), sum(t == UNK for s in sentences for t in s)
 
 
 def _yardstick(splits: dict, vocab, scored) -> dict:
@@ -114,25 +119,31 @@ MAY_CHANGE_ON_RESUME = {"epochs", "mem", "gpu", "progress"}
 
 
 class Interrupts:
-    """Ctrl-C while training: the first press lets the batch under way finish, then the
-    run is saved and stops; a second press stops at once (losing what came after the
-    last save). While a save is being written, Ctrl-C only asks to stop after it."""
+    """Ctrl-C (or SIGTERM, a scheduler's or a hub's stop) while training: the first
+    signal lets the batch under way finish, then the run is saved and stops; a second
+    stops at once (losing what came after the last save). While a save is being
+    written, a signal only asks to stop after it. ``status``: the exit status, 130
+    after Ctrl-C, 143 after SIGTERM."""
+    SIGNALS = {signal.SIGINT: ("Ctrl-C", INTERRUPTED), signal.SIGTERM: ("SIGTERM", TERMINATED)}
 
     def __init__(self):
         self.requested = self.saving = False
+        self.status = INTERRUPTED
 
     def __enter__(self):
-        self.previous = signal.signal(signal.SIGINT, self.handle)
+        self.previous = {sig: signal.signal(sig, self.handle) for sig in self.SIGNALS}
         return self
 
     def __exit__(self, *exc):
-        signal.signal(signal.SIGINT, self.previous)
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
 
     def handle(self, signum, frame):
         if self.requested and not self.saving:
             raise KeyboardInterrupt
         self.requested = True
-        print("\nCtrl-C: stopping after this batch, then saving the run (Ctrl-C again stops at "
+        name, self.status = self.SIGNALS[signum]
+        print(f"\n{name}: stopping after this batch, then saving the run (Ctrl-C again stops at "
               "once, losing the batches since the last save).", flush=True)
 
 
@@ -164,15 +175,60 @@ def _check_settings(s: dict) -> None:
                          "to themselves: use --residual vertical, or a --cell file.py:step of your own")
 
 
-def _check_size(s: dict, vocab_size: int) -> None:
-    """Refuse a model whose parameters (with gradients and Adam's two moments) cannot fit."""
+# floats a recurrent layer keeps per unit and position for the backward pass (values and their
+# gradients, measured on DyNet 2.1's builders; a cell from a file is taken to be like the LSTM)
+STATE_FLOATS = {"srnn": 10, "gru": 24, "lstm": 40}
+
+
+def _available_mb() -> int:
+    """Memory the machine can give now (MemAvailable on Linux), else all of it."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return _memory_mb()
+
+
+def _memory_needed_mb(s: dict, vocab_size: int, batch: int, steps: int) -> tuple[float, float]:
+    """(parameters, parameters and the largest batch's graph) in MB, estimated: the
+    parameters with gradients and Adam's two moments; per position of a batch the
+    recurrent layers' values and gradients, and the softmax whole or in chunks
+    (course.lm.SOFTMAX_BUDGET)."""
+    from course import lm
+    d, h, layers = s["embed"], s["hidden"], s["layers"]
+    params = vocab_size * (d + h + 1) + layers * 4 * h * (max(d, h) + h + 1)
+    positions = batch * steps
+    recurrent = positions * (STATE_FLOATS.get(s["cell"], STATE_FLOATS["lstm"]) * h * layers + 2 * d)
+    softmax = positions * vocab_size
+    softmax = 3 * softmax if softmax <= lm.SOFTMAX_BUDGET else 3 * lm.SOFTMAX_CHUNK + 2 * positions * h
+    return params * 16 / 2**20, params * 16 / 2**20 + (recurrent + softmax) * 4 / 2**20
+
+
+def _check_memory(s: dict, vocab_size: int, train, mem: int | None) -> None:
+    """Refuse, before training, a run whose parameters or largest batch cannot fit in the
+    memory available now (or in --mem, where it is given), naming the numbers and the fix."""
+    limit = min(_available_mb(), mem or math.inf)
+    where = f"--mem {mem:,} MB" if mem and mem <= _available_mb() else f"the {limit:,} MB this machine has free"
     d, h = s["embed"], s["hidden"]
-    floats = vocab_size * (d + h + 1) + s["layers"] * 4 * h * (max(d, h) + h + 1)
-    need_mb, mem_mb = floats * 4 * 4 / 2**20, _memory_mb()
-    if need_mb > mem_mb:
+    steps = max(map(len, train)) + 1
+    batch = min(s["batch_size"], len(train))
+    params_mb, need_mb = _memory_needed_mb(s, vocab_size, batch, steps)
+    if params_mb > limit:
         raise ValueError(f"a model of --embed {d}, --hidden {h}, --layers {s['layers']} on a vocabulary of "
-                         f"{vocab_size:,} needs about {need_mb:,.0f} MB for its parameters alone, more than "
-                         f"this machine's {mem_mb:,} MB: make it smaller (or --vocab-size).")
+                         f"{vocab_size:,} needs about {params_mb:,.0f} MB for its parameters alone, more than "
+                         f"{where}: make it smaller (or --vocab-size).")
+    if need_mb > limit:
+        fits = next((b for b in (2 ** k for k in range(20, -1, -1)) if b < batch
+                     and _memory_needed_mb(s, vocab_size, b, steps)[1] <= limit / 2), None)
+        raise ValueError(f"training needs about {need_mb:,.0f} MB, more than {where}: its largest batch holds "
+                         f"{batch:,} sentences of up to {steps - 1:,} tokens (--batch-size {s['batch_size']:,}, "
+                         f"--max-length {s['max_length']:,}), a model of --hidden {h} x --layers {s['layers']} "
+                         f"on a vocabulary of {vocab_size:,}. "
+                         + (f"Lower --batch-size (--batch-size {fits} needs about "
+                            f"{_memory_needed_mb(s, vocab_size, fits, steps)[1]:,.0f} MB)" if fits
+                            else "Make the model smaller") + " or --max-length.")
 
 
 def cmd_train(args, given: set) -> int:
@@ -202,10 +258,10 @@ def cmd_train(args, given: set) -> int:
         if out:
             runs.check(out, args.overwrite)
     print(runtime.describe())
-    return _train(settings, metrics, args, out)
+    return _train(settings, metrics, args, out, given)
 
 
-def _train(settings: dict, metrics: dict, args, out: Path | None) -> int:
+def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) -> int:
     from course import corpora, lm, runs
     from course.data import Vocab, fingerprint
     cell = lm.resolve_cell(settings["cell"])
@@ -222,20 +278,27 @@ def _train(settings: dict, metrics: dict, args, out: Path | None) -> int:
               + (" (Adam's moment estimates start again from zero: see the README)"
                  if settings["optimizer"] == "adam" and (state.batch or state.epoch > 1) else ""))
     else:
-        state = None
-        model = _new_model(settings, cell, Vocab.build(full_train, max_size=settings["vocab_size"]))
-        vocab = model.vocab
+        state, model = None, None
+        vocab = Vocab.build(full_train, max_size=settings["vocab_size"])
+    unknown, literal = {}, {}
+    for split in corpora.SPLITS:
+        n_unknown, n_tokens, n_literal = _unknown(splits[split], vocab)
+        unknown[split], literal[split] = n_unknown / max(n_tokens, 1), n_literal / max(n_tokens, 1)
+    notes.append("tokens not in the vocabulary (read as <unk>): "
+                 + ", ".join(f"{split} {rate:.1%}" for split, rate in unknown.items()))
+    if any(literal.values()):
+        notes.append("tokens that are <unk> in the corpus itself (its own unknown words): "
+                     + ", ".join(f"{split} {rate:.1%}" for split, rate in literal.items()))
+    if not args.resume:
+        _check_corpus(splits, unknown, len(vocab), settings)
+    _check_memory(settings, len(vocab), splits["train"], args.mem if "mem" in given else None)
+    if model is None:
+        model = _new_model(settings, cell, vocab)
     sizes = " / ".join(f"{len(splits[s]):,}" for s in corpora.SPLITS)
     print(f"corpus {settings['corpus']} ({settings['unit']}s): {sizes} sentences, "
           f"{sum(map(len, splits['train'])):,} training tokens, vocabulary {len(vocab):,}; model "
           f"{model.config.cell}, {settings['layers']} x {settings['hidden']} (embed {settings['embed']}), "
           f"{model.param_count():,} parameters")
-    unknown = {}
-    for split in corpora.SPLITS:
-        n_unknown, n_tokens = _unknown(splits[split], vocab)
-        unknown[split] = n_unknown / max(n_tokens, 1)
-    notes.append("tokens not in the vocabulary (read as <unk>): "
-                 + ", ".join(f"{split} {rate:.1%}" for split, rate in unknown.items()))
     for note in notes:
         print(f"  {note}")
     # computed before training, while DyNet's memory is small: its counts never add to training's peak
@@ -261,7 +324,7 @@ def _train(settings: dict, metrics: dict, args, out: Path | None) -> int:
         runs.start(out)
     if out:
         print(f"training; every epoch is saved in {out}, and Ctrl-C saves and stops "
-              f"(`python -m course train --resume {out}` continues)", flush=True)
+              f"(`python -m course train --resume {quote(str(out))}` continues)", flush=True)
     with Interrupts() if out else _NoInterrupts() as interrupts:
         metrics["history"] = lm.train(
             model, splits["train"], splits["valid"], epochs=settings["epochs"],
@@ -275,14 +338,34 @@ def _train(settings: dict, metrics: dict, args, out: Path | None) -> int:
         where = (f"after batch {stopped.batch:,} of {n_batches:,} in epoch {stopped.epoch}" if stopped.batch
                  else f"before epoch {stopped.epoch}")
         print(f"stopped {where}; saved in {out / 'resume'}. Continue with:\n"
-              f"  python -m course train --resume {out}")
-        return INTERRUPTED
-    return _finish(model, splits, settings, metrics, out, yardstick)
+              f"  python -m course train --resume {quote(str(out))}")
+        return interrupts.status
+    return _finish(model, splits, settings, metrics, out, yardstick, args)
+
+
+def _check_corpus(splits: dict, unknown: dict, vocab_size: int, s: dict) -> None:
+    """Refuse, before anything is written, a corpus too small for its splits: an empty
+    split, or one whose tokens are mostly outside the vocabulary (which then could not
+    be scored: see course.data.encode)."""
+    from course.data import DataError
+    sizes = " / ".join(f"{len(v):,}" for v in splits.values())
+    fix = ("give more sentences (a larger --max-sentences, or a longer corpus" if s["max_sentences"]
+           else "give more text (") + "; one file is split 80/10/10% by lines)"
+    empty = [split for split, sentences in splits.items() if not sentences]
+    if empty:
+        raise DataError(f"the {' and '.join(empty)} split of {s['corpus']} holds no sentences (train / valid / "
+                        f"test: {sizes}): {fix}.")
+    worst = max(unknown, key=unknown.get)
+    if unknown[worst] > 0.5:
+        cause = (f"--vocab-size {s['vocab_size']} keeps too few words: raise it" if s["vocab_size"]
+                 else f"The training split is too small to hold their words: {fix}")
+        raise DataError(f"{unknown[worst]:.0%} of the {worst} tokens are not in the vocabulary of {vocab_size:,} words "
+                        f"(train / valid / test: {sizes} sentences); a model could only learn to say <unk>. "
+                        f"{cause[0].upper()}{cause[1:]}.")
 
 
 def _new_model(settings: dict, cell, vocab):
     from course import corpora, lm
-    _check_size(settings, len(vocab))
     extra = {}
     if not isinstance(cell, str):          # a step function from a file: the checkpoint names it
         path, _, function = settings["cell"].rpartition(":")
@@ -294,6 +377,7 @@ def _new_model(settings: dict, cell, vocab):
 class _NoInterrupts:
     """Without --out there is nothing to save: Ctrl-C stops at once."""
     requested = saving = False
+    status = INTERRUPTED
 
     def __enter__(self):
         return self
@@ -302,7 +386,7 @@ class _NoInterrupts:
         return False
 
 
-def _finish(model, splits, settings, metrics, out, yardstick) -> int:
+def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
     from course import lm, runtime
     history = metrics["history"]
     best = len(history)
@@ -313,8 +397,13 @@ def _finish(model, splits, settings, metrics, out, yardstick) -> int:
         best = metrics["checkpoint"]["epoch"]
         if best != len(history):
             model.restore(out / "checkpoint")
-    ppl = {"valid": history[best - 1]["valid_ppl"], "test": lm.evaluate(model, splits["test"])}
+    print(f"scoring the test split ({len(splits['test']):,} sentences) with epoch {best}'s model", flush=True)
+    ppl = {"valid": history[best - 1]["valid_ppl"],
+           "test": lm.evaluate(model, splits["test"], progress="test" if args.progress else None)}
     _print_table(ppl, yardstick, f"this model (epoch {best})")
+    bits = {split: math.log2(value) for split, value in ppl.items()}   # per predicted character, </s> counted
+    if settings["unit"] == "char":
+        print("bits per character: " + ", ".join(f"{split} {value:.3f}" for split, value in bits.items()))
     if settings["corpus"] == "course" and settings["unit"] == "word":
         from course.grammar import floor_perplexity
         print(f"the grammar's floor (no model can beat it in expectation): test {floor_perplexity('test'):.2f}")
@@ -322,6 +411,7 @@ def _finish(model, splits, settings, metrics, out, yardstick) -> int:
         return 0
     metrics.update({
         "status": "finished", "valid_ppl": ppl["valid"], "test_ppl": ppl["test"], "yardstick": yardstick,
+        **({"bits_per_char": bits} if settings["unit"] == "char" else {}),
         "tokens_per_s": sum(r["tokens_per_s"] for r in history) / len(history),
         "train_seconds": sum(r["seconds"] for r in history), "params": model.param_count(),
         "runtime": runtime.describe(), "device": runtime.device()})
@@ -340,19 +430,25 @@ def _checkpoint_of(path: Path) -> tuple[Path, Path | None]:
         return path / "checkpoint", path
     if runs.is_run(path):
         raise ValueError(f"{path} holds a run that has not finished an epoch yet: continue it with "
-                         f"`python -m course train --resume {path}`.")
+                         f"`python -m course train --resume {quote(str(path))}`.")
     return path, (path.parent if runs.is_run(path.parent) and path.name == "checkpoint" else None)
 
 
-def cmd_evaluate(args, given: set) -> int:
+def _load(path: str, gpu: bool, seed: int = 1):
+    """(checkpoint folder, model, checkpoint record) of a run folder or a checkpoint, checked."""
     from course import runs, runtime
-    checkpoint, run = _checkpoint_of(Path(args.checkpoint))
+    checkpoint, run = _checkpoint_of(Path(path))
     if run is not None:
         runs.load(run)
-    runtime.init(seed=1, gpu=args.gpu or None)
-    from course import corpora, lm
+    runtime.init(seed=seed, gpu=gpu or None)
+    from course import lm
     record = lm.read_record(checkpoint)
-    model = lm.RNNLM.load(checkpoint)
+    return checkpoint, lm.RNNLM.load(checkpoint), record
+
+
+def cmd_evaluate(args, given: set) -> int:
+    checkpoint, model, record = _load(args.checkpoint, args.gpu)
+    from course import corpora, lm
     trained_on = record.get("data")
     if args.corpus is None and trained_on is None:
         raise ValueError(f"{checkpoint} does not record the corpus it was trained on (it was saved by "
@@ -361,13 +457,18 @@ def cmd_evaluate(args, given: set) -> int:
     own = trained_on is not None and corpus == trained_on["corpus"]
     if own and corpora.fingerprint(corpus) != trained_on["corpus_sha256"]:
         print(f"note: {corpus} has changed since the model was trained on it")
+    limit = args.max_sentences or (trained_on.get("max_sentences") if own else None)
+    if limit and not args.max_sentences:
+        print(f"scoring the first {limit:,} sentences of {args.split}, as the model was trained "
+              f"(--max-sentences {limit}); pass --max-sentences to change it")
     data = {"unit": "word", "max_length": DEFAULT_MAX_LENGTH, **(trained_on or {}),
-            "corpus": corpus, "max_sentences": args.max_sentences, "max_tokens": None}
+            "corpus": corpus, "max_sentences": limit, "max_tokens": None}
     sentences = read_splits(data)[0][args.split]
-    n_unknown, n_tokens = _unknown(sentences, model.vocab)
+    n_unknown, n_tokens, n_literal = _unknown(sentences, model.vocab)
     rate = n_unknown / max(n_tokens, 1)
     print(f"{corpus} {args.split}: {n_unknown:,} of {n_tokens:,} tokens ({rate:.1%}) are not in the "
-          f"model's vocabulary of {len(model.vocab):,} and are scored as <unk>")
+          f"model's vocabulary of {len(model.vocab):,} and are scored as <unk>"
+          + (f"; {n_literal:,} ({n_literal / n_tokens:.1%}) are <unk> in the corpus itself" if n_literal else ""))
     if rate > args.max_unknown and not own:
         trained = f" (it was trained on {trained_on['corpus']})" if trained_on else ""
         raise ValueError(f"{rate:.1%} of the tokens are unknown to the model{trained}, more than "
@@ -388,6 +489,42 @@ def cmd_evaluate(args, given: set) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- sample
+
+def _unit(record: dict) -> str:
+    return (record.get("data") or {}).get("unit", "word")
+
+
+def cmd_sample(args, given: set) -> int:
+    _, model, record = _load(args.run, args.gpu, args.seed)
+    from course import lm
+    char = _unit(record) == "char"
+    prompt = list(args.prompt or "") if char else (args.prompt or "").split()
+    max_length = args.max_length or (DEFAULT_SAMPLE_LENGTH * 5 if char else DEFAULT_SAMPLE_LENGTH)
+    samples = lm.sample(model, args.n, args.temperature, args.top_k, prompt, args.seed, max_length)
+    for s in samples:
+        print(("" if char else " ").join(s.tokens) + ("" if s.finished else " [cut at --max-length]"))
+    return 0
+
+
+def cmd_judge_samples(args, given: set) -> int:
+    _, model, record = _load(args.run, args.gpu, args.seed)
+    data = record.get("data") or {}
+    if data.get("corpus") != "course" or _unit(record) != "word":
+        raise ValueError(f"{args.run} was trained on {data.get('corpus', 'an unrecorded corpus')} in "
+                         f"{_unit(record)}s: the grammar judges only models of the course corpus in words "
+                         "(train one with --corpus course --unit word).")
+    from course import judge, lm
+    from course.grammar import Grammar
+    samples = lm.sample(model, args.n, args.temperature, args.top_k, None, args.seed,
+                        args.max_length or DEFAULT_SAMPLE_LENGTH)
+    print(f"{args.n} samples at temperature {args.temperature:g}"
+          + (f", top-k {args.top_k}" if args.top_k else "") + f", seed {args.seed} (95% intervals in brackets):")
+    for line in judge.report(judge.judge(Grammar(), samples, args.long, seed=args.seed)):
+        print(f"  {line}")
+    return 0
+
+
 # --------------------------------------------------------------------------- data
 
 def cmd_make_corpus(args, given: set) -> int:
@@ -405,12 +542,34 @@ def cmd_fetch(args, given: set) -> int:
 
 # --------------------------------------------------------------------------- parser
 
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each option's default, unless it has none or its help already says it."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.nargs == 0 or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _add_sampling(p, n=10) -> None:
+    p.add_argument("--n", type=POSITIVE, default=n, help="how many sentences")
+    p.add_argument("--temperature", type=_number(float, 0.0, low_open=True, example=", e.g. 0.7 or 1"),
+                   default=1.0, help="divides the scores before the softmax: below 1 is more conservative, "
+                                     "above 1 more adventurous")
+    p.add_argument("--top-k", type=POSITIVE, default=None, help="draw only from the k most probable tokens")
+    p.add_argument("--seed", type=POSITIVE, default=1, help="fixes the draws: the same seed, the same sentences")
+    p.add_argument("--max-length", type=POSITIVE, default=None,
+                   help=f"cut a sentence at this many tokens (default {DEFAULT_SAMPLE_LENGTH} words, "
+                        f"{DEFAULT_SAMPLE_LENGTH * 5} characters)")
+
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m course", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train a language model, print its log, write metrics.json",
-                       allow_abbrev=False,
+                       allow_abbrev=False, formatter_class=_Help,
                        description="Train a language model. With --out, every epoch is saved; Ctrl-C "
                                    "saves and stops, and --resume continues the run.")
     p.add_argument("--cell", default="lstm",
@@ -424,14 +583,15 @@ def parser() -> argparse.ArgumentParser:
                         "still built from all of it")
     p.add_argument("--max-length", type=POSITIVE, default=DEFAULT_MAX_LENGTH,
                    help="cut lines longer than this many tokens into pieces (memory grows with the "
-                        f"longest line; default {DEFAULT_MAX_LENGTH})")
-    p.add_argument("--epochs", type=POSITIVE, default=1)
-    p.add_argument("--batch-size", type=POSITIVE, default=32)
-    p.add_argument("--embed", type=POSITIVE, default=64)
-    p.add_argument("--hidden", type=POSITIVE, default=128)
-    p.add_argument("--layers", type=POSITIVE, default=1)
-    p.add_argument("--residual", choices=["vertical", "lateral"], default=None)
-    p.add_argument("--optimizer", choices=["sgd", "adam"], default="adam")
+                        "longest line)")
+    p.add_argument("--epochs", type=POSITIVE, default=1, help="passes over the training split")
+    p.add_argument("--batch-size", type=POSITIVE, default=32, help="sentences per batch")
+    p.add_argument("--embed", type=POSITIVE, default=64, help="size of the word embeddings")
+    p.add_argument("--hidden", type=POSITIVE, default=128, help="units of each recurrent layer")
+    p.add_argument("--layers", type=POSITIVE, default=1, help="recurrent layers, stacked")
+    p.add_argument("--residual", choices=["vertical", "lateral"], default=None,
+                   help="residual connections between layers (default: none)")
+    p.add_argument("--optimizer", choices=["sgd", "adam"], default="adam", help="the training rule")
     p.add_argument("--lr", type=_number(float, 0.0, low_open=True, example=", e.g. 0.002 for adam, 1 for sgd"),
                    default=None, help="learning rate; default: 1.0 for sgd, 0.002 for adam")
     p.add_argument("--clip", type=_number(float, 0.0), default=5.0,
@@ -441,10 +601,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--decay-after", type=POSITIVE, default=None,
                    help="halve the learning rate after every epoch past this one "
                         "(default: halve when held-out perplexity stops improving)")
-    p.add_argument("--vocab-size", type=_number(int, 4, example=" (3 ids are <unk>, <s>, </s>)"), default=None)
-    p.add_argument("--seed", type=POSITIVE, default=1)
+    p.add_argument("--vocab-size", type=_number(int, 4, example=" (3 ids are <unk>, <s>, </s>)"), default=None,
+                   help="keep only the most frequent words (default: every word of the training split)")
+    p.add_argument("--seed", type=POSITIVE, default=1, help="fixes the initial weights, batch order and dropout")
     p.add_argument("--mem", type=_number(int, 1, _memory_mb(), example=" (MB of memory for DyNet)"),
-                   default=512, help="MB of memory DyNet starts with (it takes more as needed)")
+                   default=512, help="MB of memory DyNet starts with (it takes more as needed); when given, "
+                                     "also the most the run may need (estimated and checked before training)")
     p.add_argument("--gpu", action="store_true", help="run on the GPU (needs a CUDA DyNet)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     where = p.add_mutually_exclusive_group()
@@ -455,7 +617,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("evaluate", help="perplexity of a checkpoint on a corpus split")
+    p = sub.add_parser("evaluate", help="perplexity of a checkpoint on a corpus split", formatter_class=_Help)
     p.add_argument("checkpoint", help="a run's --out folder, or a checkpoint folder")
     _add_corpus(p, default=None)
     p.add_argument("--split", default="test", choices=["train", "valid", "test"])
@@ -464,6 +626,29 @@ def parser() -> argparse.ArgumentParser:
                         f"vocabulary (default {DEFAULT_MAX_UNKNOWN}, or the model's own rate on its corpus)")
     p.add_argument("--gpu", action="store_true")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("sample", help="sentences (or characters) generated by a trained model",
+                       formatter_class=_Help,
+                       description="Generate sentences from a trained run, one a line; the same --seed "
+                                   "gives the same sentences.")
+    p.add_argument("run", help="a run's --out folder, or a checkpoint folder")
+    _add_sampling(p)
+    p.add_argument("--prompt", default=None,
+                   help="text every sentence starts with (words of the model's vocabulary, or characters)")
+    p.add_argument("--gpu", action="store_true")
+    p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("judge-samples", help="sentences of a course-corpus model judged by the grammar",
+                       formatter_class=_Help,
+                       description="Draw sentences from a model of the course corpus and let the grammar "
+                                   "judge them: the share it derives, their log-probability, agreement kept "
+                                   "at long distances, and the model's divergence from the grammar.")
+    p.add_argument("run", help="a run's --out folder, or a checkpoint folder (course corpus, words)")
+    _add_sampling(p, n=1000)
+    p.add_argument("--long", type=POSITIVE, default=6,
+                   help="subject-verb distance (tokens) from which an agreement counts as long")
+    p.add_argument("--gpu", action="store_true")
+    p.set_defaults(func=cmd_judge_samples)
 
     data = sub.add_parser("data", help="make the course corpus or fetch a real one")
     dsub = data.add_subparsers(dest="data_command", required=True)

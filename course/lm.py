@@ -179,21 +179,24 @@ class RNNLM:
         states = [layer.start(batch_size) for layer in self.layers]
         if masks is None:
             masks = self.dropout_masks(batch_size, dropout)
-        outputs = []
-        for words in inputs:
-            x = dy.lookup_batch(self.embeddings, words)
-            if masks[0] is not None:
-                x = dy.cmult(x, masks[0])
-            for k, layer in enumerate(self.layers):
-                states[k] = layer.step(states[k], x)
-                h = layer.output(states[k])
-                if self.config.residual:
-                    h = h + x                                     # ResV (eq 61)
-                    if self.config.residual == "lateral":
-                        states[k] = layer.with_output(states[k], h)   # ResL
-                x = h if masks[k + 1] is None else dy.cmult(h, masks[k + 1])
-            outputs.append(x)
-        return outputs
+        return [self.advance(states, words, masks) for words in inputs]
+
+    def advance(self, states: list, words, masks=None):
+        """One time step: read ``words`` (a batch of ids), update ``states`` (one per
+        layer, in place) and return the top layer's output."""
+        masks = masks or [None] * (len(self.layers) + 1)
+        x = dy.lookup_batch(self.embeddings, words)
+        if masks[0] is not None:
+            x = dy.cmult(x, masks[0])
+        for k, layer in enumerate(self.layers):
+            states[k] = layer.step(states[k], x)
+            h = layer.output(states[k])
+            if self.config.residual:
+                h = h + x                                     # ResV (eq 61)
+                if self.config.residual == "lateral":
+                    states[k] = layer.with_output(states[k], h)   # ResL
+            x = h if masks[k + 1] is None else dy.cmult(h, masks[k + 1])
+        return x
 
     def batch_losses(self, batch, dropout: float = 0.0):
         """Masked negative log-likelihood of every prediction in a batch, as one
@@ -278,12 +281,17 @@ class RNNLM:
         dy.sum_batches(dy.dot_product(hs, _columns(grad))).backward()
         return float(losses.sum())
 
-    def token_logprobs(self, sentences, batch_size: int = 64, dropout: float = 0.0) -> list:
+    def token_logprobs(self, sentences, batch_size: int = 64, dropout: float = 0.0,
+                       progress: str | None = None) -> list:
         """Log-probability of each prediction: one array of len(s) + 1 per sentence.
-        Batches of long sentences hold fewer than ``batch_size`` (:data:`EVAL_POSITIONS`)."""
+        Batches of long sentences hold fewer than ``batch_size`` (:data:`EVAL_POSITIONS`).
+        ``progress``: a label for a progress bar on stderr (none without)."""
+        from tqdm import tqdm
         ids, _ = encode(sentences, self.vocab)
         result = [None] * len(ids)
-        for chunk in batch_orders(ids, batch_size, max_positions=EVAL_POSITIONS):
+        chunks = batch_orders(ids, batch_size, max_positions=EVAL_POSITIONS)
+        for chunk in tqdm(chunks, desc=progress, unit="batch", file=sys.stderr, disable=progress is None,
+                          mininterval=1.0, dynamic_ncols=True, leave=False):
             batch = make_batch([ids[i] for i in chunk], self.vocab, chunk)
             if self._fits(batch):
                 dy.renew_cg()
@@ -298,9 +306,9 @@ class RNNLM:
                 result[index] = per_step[:len(ids[index]) + 1, column]
         return result
 
-    def sentence_logprobs(self, sentences, batch_size: int = 64) -> np.ndarray:
+    def sentence_logprobs(self, sentences, batch_size: int = 64, progress: str | None = None) -> np.ndarray:
         """Natural-log probability of each sentence (token lists), ``</s>`` included."""
-        return np.array([lp.sum() for lp in self.token_logprobs(sentences, batch_size)])
+        return np.array([lp.sum() for lp in self.token_logprobs(sentences, batch_size, progress=progress)])
 
     # -- checkpoints ----------------------------------------------------------
     def save(self, directory, info: dict | None = None) -> dict:
@@ -501,11 +509,87 @@ def perplexity(total_nll: float, n_predictions: int) -> float:
     return math.exp(mean) if mean < 700 else math.inf
 
 
-def evaluate(model: RNNLM, sentences, batch_size: int = 64) -> float:
+def evaluate(model: RNNLM, sentences, batch_size: int = 64, progress: str | None = None) -> float:
     """Perplexity of token-list sentences: every word and one ``</s>`` per sentence
-    are predicted; padding is never counted."""
-    logprobs = model.sentence_logprobs(sentences, batch_size)
+    are predicted; padding is never counted. ``progress``: a label for a bar on stderr."""
+    logprobs = model.sentence_logprobs(sentences, batch_size, progress)
     return perplexity(-float(logprobs.sum()), sum(len(s) + 1 for s in sentences))
+
+
+@dataclass
+class Sample:
+    """A generated sentence: its tokens (the prompt's first, no ``<s>``/``</s>``), the
+    natural-log probability of what was drawn under the distribution it was drawn from
+    (temperature and top-k applied; the prompt not counted, ``</s>`` counted), and
+    whether it ended with ``</s>`` (False: cut at ``max_length``)."""
+    tokens: list
+    logprob: float
+    finished: bool
+
+
+def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | None = None,
+           prompt=None, seed: int = 1, max_length: int = 100) -> list[Sample]:
+    """Draw ``n`` sentences from the model, token by token, all ``n`` in one batch.
+
+    At each step the next token is drawn from softmax(scores / temperature) over the
+    vocabulary (``<s>`` excluded), restricted to the ``top_k`` most probable tokens when
+    given. ``prompt``: tokens every sentence starts with (``["the", "king"]``; for a
+    character model, characters). A sentence ends at ``</s>`` or after ``max_length``
+    tokens. The draws come from NumPy's generator seeded with ``seed``, and the model
+    has no dropout here, so the same seed gives the same sentences.
+    """
+    if n < 1 or max_length < 1:
+        raise ValueError(f"n ({n}) and max_length ({max_length}) must be positive")
+    if not (temperature > 0 and math.isfinite(temperature)):
+        raise ValueError(f"temperature must be a positive number, got {temperature}: 1 samples the "
+                         "model as it is, lower is more conservative, higher more adventurous")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    prompt = list(prompt or [])
+    unknown = [t for t in prompt if t not in model.vocab or t in (model.vocab.token(model.vocab.bos),
+                                                                   model.vocab.token(model.vocab.eos))]
+    if unknown:
+        raise ValueError(f"the prompt holds {unknown[:5]}, which the model's vocabulary of "
+                         f"{len(model.vocab):,} tokens does not have: use words of its training corpus")
+    if len(prompt) >= max_length:
+        raise ValueError(f"the prompt is {len(prompt)} tokens long, not shorter than max_length {max_length}")
+    rng = np.random.default_rng(seed)
+    dy.renew_cg()
+    states = [layer.start(n) for layer in model.layers]
+    W, b = model.W_hs.expr(), model.b_s.expr()
+    tokens = [list(prompt) for _ in range(n)]
+    logprob, finished = np.zeros(n), [False] * n
+    words = [model.vocab.bos] * n
+    for t in range(max_length + 1):
+        h = model.advance(states, words)
+        if t < len(prompt):
+            words = [model.vocab.index(prompt[t])] * n
+            continue
+        scores = np.reshape(dy.affine_transform([b, W, h]).npvalue(), (len(model.vocab), n)) / temperature
+        scores[model.vocab.bos] = -np.inf
+        if top_k is not None and top_k < len(model.vocab) - 1:
+            cut = np.partition(scores, -top_k, axis=0)[-top_k]
+            scores[scores < cut] = -np.inf
+        logp = scores - scores.max(axis=0)
+        logp -= np.log(np.exp(logp).sum(axis=0))
+        cumulative = np.cumsum(np.exp(logp), axis=0)
+        draws = rng.random(n) * cumulative[-1]
+        words = [int(np.searchsorted(cumulative[:, j], draws[j], side="right")) for j in range(n)]
+        words = [min(w, len(model.vocab) - 1) for w in words]
+        for j, w in enumerate(words):
+            if finished[j] is not False:
+                continue
+            if w != model.vocab.eos and len(tokens[j]) == max_length:
+                finished[j] = None    # full: the sentence stays unfinished
+                continue
+            logprob[j] += logp[w, j]
+            if w == model.vocab.eos:
+                finished[j] = True
+            else:
+                tokens[j].append(model.vocab.token(w))
+        if all(f is not False for f in finished):
+            break
+    return [Sample(tokens[j], float(logprob[j]), finished[j] is True) for j in range(n)]
 
 
 OPTIMIZERS = {"sgd": "SimpleSGDTrainer", "adam": "AdamTrainer"}
@@ -602,7 +686,7 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
         order = shuffled(batches, seed, epoch)
         start = time.perf_counter() - state.seconds
         bar = tqdm(total=len(order), initial=state.batch, desc=f"epoch {epoch}/{epochs}", unit="batch",
-                   file=sys.stdout, disable=not progress, mininterval=1.0, dynamic_ncols=True)
+                   file=sys.stderr, disable=not progress, mininterval=1.0, dynamic_ncols=True)
         for index in range(state.batch, len(order)):
             if stop is not None and stop():
                 bar.close()
@@ -616,6 +700,12 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
             nll = model.train_step(batch, dropout, 1.0 / batch.size)
             if not math.isfinite(nll):
                 bar.close()
+                if isinstance(model.cell, Cell) and epoch == 1 and index == 0:
+                    raise TrainingDiverged(
+                        f"the loss of the very first batch is {nll}, before any update: the step function "
+                        f"{model.cell.name} returns nan or inf on its fresh parameters (not a learning-rate "
+                        "problem). Run it on a small batch and look for a division by zero, the log or "
+                        "square root of a negative number, or an exp that overflows.")
                 raise TrainingDiverged(f"the training loss became {nll} at batch {index + 1} of epoch "
                                        f"{epoch} (learning rate {trainer.learning_rate:g}): the model "
                                        "diverged; lower the learning rate or the gradient clipping threshold")
@@ -631,7 +721,8 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
                "lr": trainer.learning_rate, "tokens_per_s": state.predictions / seconds, "seconds": seconds}
         best, improved = state.best, False
         if valid_sentences is not None:
-            row["valid_ppl"] = evaluate(model, valid_sentences)
+            row["valid_ppl"] = evaluate(model, valid_sentences, progress=f"epoch {epoch}: held-out"
+                                        if progress else None)
             if row["valid_ppl"] < best:
                 best, improved = row["valid_ppl"], True
                 if checkpoint:

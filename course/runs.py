@@ -20,6 +20,7 @@ import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
+from shlex import quote
 
 from course.checkpoint import DAMAGED, RECORD, read_record
 from course.data import DataError, write_atomic
@@ -47,7 +48,7 @@ def check(out: Path, overwrite: bool) -> None:
                            "folder for the run.")
         if not overwrite:
             raise RunError(f"--out {out} already holds a run: continue it with "
-                           f"`python -m course train --resume {out}`, replace it with --overwrite, "
+                           f"`python -m course train --resume {quote(str(out))}`, replace it with --overwrite, "
                            "or name another folder.")
         strays = [p.name for p in out.iterdir() if p.name not in PARTS]
         if strays:

@@ -115,20 +115,20 @@ def test_a_very_long_line_is_cut_into_pieces_not_a_crash(tmp_path, env):
 
 # ---------------------------------------------------------------- Ctrl-C and --resume
 
-def interrupt(env, args, epoch=1):
-    """Start a run and send it a real SIGINT as soon as its progress bar shows batches
+def interrupt(env, args, epoch=1, sig=signal.SIGINT):
+    """Start a run and send it a real SIGINT (or ``sig``) as soon as its progress bar shows batches
     done in ``epoch`` (so that the signal lands in the middle of that epoch). The bar is
     redrawn once a second: an epoch must last longer than that, or its first update is 100%."""
     child = subprocess.Popen([sys.executable, "-m", "course", *map(str, args)], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = ""
     while not re.search(rf"epoch {epoch}/\d+: +\d+%\|[^|\r]*\| *[1-9]\d*/\d+ ", seen):
-        chunk = os.read(child.stdout.fileno(), 65536)
+        chunk = os.read(child.stderr.fileno(), 65536)          # the bar is on stderr
         assert chunk, f"the run ended before it was interrupted:\n{seen}"
         seen += chunk.decode("utf-8", "replace")
-    child.send_signal(signal.SIGINT)
+    child.send_signal(sig)
     stdout, stderr = child.communicate(timeout=300)
-    return child.returncode, seen + stdout.decode(), stderr.decode()
+    return child.returncode, stdout.decode(), seen + stderr.decode()
 
 
 EXACT = ["--max-sentences", "4000", "--batch-size", "1", "--epochs", "2", "--optimizer", "sgd",
