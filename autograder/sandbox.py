@@ -170,6 +170,7 @@ class Guard:
 
     TRUSTED = ("autograder", "course", "numpy", "dynet", "_dynet", "builtins", "os", "json", "io", "threading",
                "__main__")
+    OWN = ("autograder", "__main__")   # the grader's own modules: their containers are watched too
 
     def __init__(self):
         self.modules = dict(sys.modules)
@@ -199,15 +200,17 @@ class Guard:
     @classmethod
     def _namespace(cls, module) -> dict:
         """Attribute -> identity; the code, defaults and closures of every function and
-        method defined there; what the module's dicts, lists and sets hold."""
+        method defined there; in the grader's own modules, what dicts, lists and sets
+        hold (the course's and the libraries' may change as they run: a seed, a cache)."""
         out = {}
+        own = getattr(module, "__name__", "").split(".")[0] in cls.OWN
         for key, value in list(vars(module).items()):
             out[key] = id(value)
             if isinstance(value, types.FunctionType):
                 cls._function(out, key, value)
-            elif isinstance(value, dict) and key != "__builtins__":
+            elif own and isinstance(value, dict) and key != "__builtins__":
                 out[key + "{}"] = hash(tuple((id(k), id(v)) for k, v in list(value.items())))
-            elif isinstance(value, (list, set)):
+            elif own and isinstance(value, (list, set)):
                 out[key + "[]"] = hash(tuple(sorted(id(v) for v in list(value))))
             elif isinstance(value, type) and value.__module__ == getattr(module, "__name__", None):
                 for attr, member in list(vars(value).items()):
