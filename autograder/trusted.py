@@ -224,9 +224,16 @@ def fresh_point(inputs: dict, digest: str, check: str) -> dict:
     so each check still isolates its part. Drawn from the grader's secret key and
     the submission's digest: the same submission gets the same point, and student
     code (which cannot read the key) cannot know it."""
-    if not FRESH_KEY.is_file():
+    if not FRESH_KEY.is_file():                    # made whole, then linked: the first grader to link wins
         FRESH_KEY.parent.mkdir(parents=True, exist_ok=True)
-        FRESH_KEY.write_bytes(os.urandom(32))
+        fd, partial = tempfile.mkstemp(dir=FRESH_KEY.parent)           # mode 0600: the grader's only
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(32))
+        try:
+            os.link(partial, FRESH_KEY)
+        except FileExistsError:
+            pass
+        os.unlink(partial)
     seed = hashlib.sha256(FRESH_KEY.read_bytes() + f"{digest}/{check}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(seed[:16], "big"))
 
