@@ -41,6 +41,7 @@ import json
 import os
 import pickle
 import pkgutil
+import re
 import shutil
 import signal
 import sys
@@ -334,6 +335,28 @@ def _text(value, limit: int = 400) -> str:
     return str(value)[:limit] if isinstance(value, (str, int, float)) else ""
 
 
+GUARD_PHRASES = ("installed a trace or profile hook", "started a thread", "set a timer", "changed a signal handler",
+                 "changed the import system", "installed a garbage-collector callback", "changed the sandbox's Guard")
+
+
+def guard_words(what) -> str:
+    """A Guard finding from the child in the parent's own words: one of its phrases, or
+    a module and attribute that exist here (the child's text is never passed on)."""
+    if what in GUARD_PHRASES:
+        return what
+    for verb in ("replaced the module ", "changed "):
+        if isinstance(what, str) and what.startswith(verb):
+            name = what[len(verb):]
+            modules = [m for m in sys.modules if name == m or name.startswith(m + ".")]
+            if modules:
+                module = max(modules, key=len)
+                attribute = re.match(r"[A-Za-z_]\w*", name[len(module) + 1:])
+                if attribute and attribute.group() in vars(sys.modules[module]):
+                    return f"{verb}{module}.{attribute.group()}"
+                return verb + module
+    return "changed what the grader relies on"
+
+
 def relay(fd: int, request: dict):
     """In the parent: the child's frames onto the grader's channel, only those that
     fit the request in order (cells, then probes, one at a time), named from the
@@ -365,7 +388,7 @@ def relay(fd: int, request: dict):
                 else:
                     send("probe failed", check=check, error=_text(frame.get("error")))
             elif event == "tampered" and isinstance(frame.get("what"), list):
-                send("tampered", what=[_text(w, 200) for w in frame["what"][:4]])
+                send("tampered", what=[guard_words(w) for w in frame["what"][:4]])
             elif event == "garbled":
                 send("garbled")
                 return

@@ -206,7 +206,8 @@ except OSError as _err:
     raise RuntimeError(f"could not send: {_err}")
 """
 # Frames written by hand to every pipe the code can reach, and to the sandbox's own channel
-# through /proc: a spreadsheet formula as a cell's name, a false "not confined" note.
+# through /proc: a spreadsheet formula as a cell's name and as a Guard finding, a false
+# "not confined" note. A claim that it tampered is believed (it costs only itself), in the grader's words.
 FORGED_FRAMES = GRU_RIGHT + """
 import json, os, stat
 def _frame(event, **fields):
@@ -214,7 +215,7 @@ def _frame(event, **fields):
     return len(header).to_bytes(4, "big") + header + (0).to_bytes(4, "big")
 _name = '=HYPERLINK("http://evil.example/","regrade")'
 _forged = (_frame("not confined", why="regrade by hand") + _frame("cell", cell=_name, index=0)
-           + _frame("probe", check=_name, index=0) + _frame("finished"))
+           + _frame("probe", check=_name, index=0) + _frame("tampered", what=[_name]) + _frame("finished"))
 for _fd in range(3, 64):
     try:
         if stat.S_ISFIFO(os.fstat(_fd).st_mode):
@@ -368,7 +369,8 @@ STUDENTS = {
                     "No space left on device", None),
     "oracle_constants": ("05_gru", {"gru_step": ORACLE}, {"gru_step": WRONG}, {"ch05.gru_gradients": True},
                          ["graded"], None, None),
-    "forged_frames": ("05_gru", {"gru_step": FORGED_FRAMES}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
+    "forged_frames": ("05_gru", {"gru_step": FORGED_FRAMES}, {"gru_step": WRONG}, {}, ["graded"],
+                      "changed what the grader relies on", None),
     "html_markdown": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None,
                       "html_markdown"),
     '=HYPERLINK("evil.example","x")': ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"],
