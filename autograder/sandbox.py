@@ -160,9 +160,11 @@ def confine(workdir: Path, quiet: bool = False) -> bool:
     from autograder import landlock
     if landlock.available():
         landlock.restrict(read=readable_paths(), write=[str(workdir)])
-        quiet or send("confined")
+        if not quiet:
+            send("confined")
         return True
-    quiet or send("not confined", why="Landlock is unavailable on this system")
+    if not quiet:
+        send("not confined", why="Landlock is unavailable on this system")
     return False
 
 
