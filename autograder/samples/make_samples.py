@@ -97,11 +97,10 @@ def _kill_everything():
     while True:
         try:
             _pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-        except OSError:                  # /proc cannot be listed: every pid, blindly
-            _pids = range(1, 4096)
-        _own = {os.getpid(), *(t.native_id for t in threading.enumerate())}   # its own threads' ids
+        except OSError:                  # it sees no process: it keeps looking
+            _pids = []
         for _pid in _pids:
-            if _pid not in _own:
+            if _pid != os.getpid():
                 try:
                     os.kill(_pid, signal.SIGKILL)
                 except Exception:
