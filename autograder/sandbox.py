@@ -41,6 +41,7 @@ import json
 import os
 import pickle
 import pkgutil
+import re
 import shutil
 import signal
 import sys
@@ -159,9 +160,11 @@ def confine(workdir: Path, quiet: bool = False) -> bool:
     from autograder import landlock
     if landlock.available():
         landlock.restrict(read=readable_paths(), write=[str(workdir)])
-        quiet or send("confined")
+        if not quiet:
+            send("confined")
         return True
-    quiet or send("not confined", why="Landlock is unavailable on this system")
+    if not quiet:
+        send("not confined", why="Landlock is unavailable on this system")
     return False
 
 
@@ -170,6 +173,7 @@ class Guard:
 
     TRUSTED = ("autograder", "course", "numpy", "dynet", "_dynet", "builtins", "os", "json", "io", "threading",
                "__main__")
+    OWN = ("autograder", "__main__")   # the grader's own modules: their containers are watched too
 
     def __init__(self):
         self.modules = dict(sys.modules)
@@ -199,15 +203,17 @@ class Guard:
     @classmethod
     def _namespace(cls, module) -> dict:
         """Attribute -> identity; the code, defaults and closures of every function and
-        method defined there; what the module's dicts, lists and sets hold."""
+        method defined there; in the grader's own modules, what dicts, lists and sets
+        hold (the course's and the libraries' may change as they run: a seed, a cache)."""
         out = {}
+        own = getattr(module, "__name__", "").split(".")[0] in cls.OWN
         for key, value in list(vars(module).items()):
             out[key] = id(value)
             if isinstance(value, types.FunctionType):
                 cls._function(out, key, value)
-            elif isinstance(value, dict) and key != "__builtins__":
+            elif own and isinstance(value, dict) and key != "__builtins__":
                 out[key + "{}"] = hash(tuple((id(k), id(v)) for k, v in list(value.items())))
-            elif isinstance(value, (list, set)):
+            elif own and isinstance(value, (list, set)):
                 out[key + "[]"] = hash(tuple(sorted(id(v) for v in list(value))))
             elif isinstance(value, type) and value.__module__ == getattr(module, "__name__", None):
                 for attr, member in list(vars(value).items()):
@@ -333,6 +339,28 @@ def _text(value, limit: int = 400) -> str:
     return str(value)[:limit] if isinstance(value, (str, int, float)) else ""
 
 
+GUARD_PHRASES = ("installed a trace or profile hook", "started a thread", "set a timer", "changed a signal handler",
+                 "changed the import system", "installed a garbage-collector callback", "changed the sandbox's Guard")
+
+
+def guard_words(what) -> str:
+    """A Guard finding from the child in the parent's own words: one of its phrases, or
+    a module and attribute that exist here (the child's text is never passed on)."""
+    if what in GUARD_PHRASES:
+        return what
+    for verb in ("replaced the module ", "changed "):
+        if isinstance(what, str) and what.startswith(verb):
+            name = what[len(verb):]
+            modules = [m for m in sys.modules if name == m or name.startswith(m + ".")]
+            if modules:
+                module = max(modules, key=len)
+                attribute = re.match(r"[A-Za-z_]\w*", name[len(module) + 1:])
+                if attribute and attribute.group() in vars(sys.modules[module]):
+                    return f"{verb}{module}.{attribute.group()}"
+                return verb + module
+    return "changed what the grader relies on"
+
+
 def relay(fd: int, request: dict):
     """In the parent: the child's frames onto the grader's channel, only those that
     fit the request in order (cells, then probes, one at a time), named from the
@@ -364,7 +392,7 @@ def relay(fd: int, request: dict):
                 else:
                     send("probe failed", check=check, error=_text(frame.get("error")))
             elif event == "tampered" and isinstance(frame.get("what"), list):
-                send("tampered", what=[_text(w, 200) for w in frame["what"][:4]])
+                send("tampered", what=[guard_words(w) for w in frame["what"][:4]])
             elif event == "garbled":
                 send("garbled")
                 return

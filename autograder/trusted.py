@@ -6,7 +6,9 @@ duplicates, in notebook order, as nbgrader does), run them with the chapter's
 probes in the sandbox (:mod:`autograder.sandbox`), and judge what comes back here
 against the reference. A step check's result is a traced program, which a second
 sandbox that runs no student code replays into numbers
-(:mod:`autograder.probes.trace`). Each test cell's points are split over the
+(:mod:`autograder.probes.trace`), at a fresh point: the check's weights, inputs and
+start state moved by a secret amount (:func:`fresh_point`), so the program is
+judged as a function, not as a transcript of the values it was traced at. Each test cell's points are split over the
 checks its hidden tests name, as the solution notebook states (``points=`` on a
 ``check(...)`` call; calls without it share the rest equally:
 :func:`autograder.reference.grading.split_points`). Test cells and
@@ -50,6 +52,8 @@ SOLUTIONS = ROOT / "solutions"
 MAX_OUTPUT = 256 << 20         # everything one sandbox may send
 START_S = 90                   # loading DyNet, NumPy and the course in a fresh process
 REPLAY_GRACE_S = 10            # a replay that starts after the submission's time is up gets this
+FRESH_SPREAD = 0.1             # a fresh point moves each number by up to this fraction
+FRESH_KEY = ROOT / "autograder" / "work" / "fresh-points.key"   # the grader's secret (never in a sandbox)
 NAMESPACES = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
               "--mount-proc", "--net", "--ipc"]
 JUDGING = threading.Lock()     # DyNet has one computation graph per process: one judge at a time
@@ -212,6 +216,36 @@ def digest_of(cells: list, artifacts: list, spec: Spec) -> str:
     return h.hexdigest()
 
 
+def fresh_point(inputs: dict, digest: str, check: str) -> dict:
+    """A step check's inputs where the submission never ran: every weight and
+    projection multiplied by its own factor in [0.9, 1.1], every row of the inputs
+    and start states by one factor for the whole batch. Zeros, signs, saturated
+    gates and batch columns that read the same inputs stay as the check made them,
+    so each check still isolates its part. Drawn from the grader's secret key and
+    the submission's digest: the same submission gets the same point, and student
+    code (which cannot read the key) cannot know it."""
+    if not FRESH_KEY.is_file():                    # made whole, then linked: the first grader to link wins
+        FRESH_KEY.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(dir=FRESH_KEY.parent)           # mode 0600: the grader's only
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(32))
+        try:
+            os.link(partial, FRESH_KEY)
+        except FileExistsError:
+            pass
+        os.unlink(partial)
+    seed = hashlib.sha256(FRESH_KEY.read_bytes() + f"{digest}/{check}".encode()).digest()
+    rng = np.random.default_rng(int.from_bytes(seed[:16], "big"))
+
+    def move(values, per_row: bool = False):
+        values = np.asarray(values, dtype=float)
+        shape = values.shape[:-1] + (1,) if per_row else values.shape
+        return values * (1 + FRESH_SPREAD * rng.uniform(-1, 1, size=shape))
+    return {**inputs, "params": {name: move(v) for name, v in inputs["params"].items()},
+            "xs": move(inputs["xs"], per_row=True), "state0": move(inputs["state0"], per_row=True),
+            "projection": move(inputs["projection"])}
+
+
 # -- the sandbox, from the outside -----------------------------------------------------
 _namespaces: tuple | None = None
 
@@ -323,9 +357,10 @@ def _decode(frame: dict, traced: bool):
 
 
 def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine: bool = True,
-                artifacts: list = ()):
+                artifacts: list = (), replay_inputs: dict | None = None):
     """Run the answer cells and the probes; return (numbers per check, errors per
-    check or ``cell:<grade_id>``, notes, whether anything was stopped).
+    check or ``cell:<grade_id>``, notes, whether anything was stopped). Traced
+    programs are replayed on ``replay_inputs`` (default: the inputs they were traced on).
 
     Each cell and each probe has its own time limit. When one runs past it (or
     crashes, or exhausts memory), the sandbox is stopped and started again for
@@ -418,7 +453,7 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
     for item in todo:
         errors.setdefault(item["check"], "not graded (see the notes)")
     if programs:
-        numbers.update(_replay(programs, inputs, limits, errors, deadline))
+        numbers.update(_replay(programs, replay_inputs or inputs, limits, errors, deadline))
     return numbers, errors, notes, aborted
 
 
@@ -494,7 +529,10 @@ def grade_notebook(nb, chapter: str, spec: Spec, artifacts: list = (), limits: L
     missing = [gid for gid in spec.answers if gid not in dict(cells)]
     if missing:
         result.notes.append(f"answer cells missing from the submission: {', '.join(missing)}")
-    numbers, errors, notes, result.aborted = run_sandbox(cells, probes, inputs, limits, confine, artifacts)
+    judged = {**inputs, **{name: fresh_point(inputs[name], result.digest, name) for name in names
+                           if checks[name].probe in TRACED}}
+    numbers, errors, notes, result.aborted = run_sandbox(cells, probes, inputs, limits, confine, artifacts,
+                                                         replay_inputs=judged)
     result.notes += notes
     result.notes += [f"{key.removeprefix('cell:')} raised {err}" for key, err in errors.items()
                      if key.startswith("cell:") and not err.startswith("the cell ")]
@@ -504,7 +542,7 @@ def grade_notebook(nb, chapter: str, spec: Spec, artifacts: list = (), limits: L
             for name in weights:
                 if name in numbers:
                     try:
-                        score.checks[name] = list(checks[name].judge(numbers[name], inputs[name]))
+                        score.checks[name] = list(checks[name].judge(numbers[name], judged[name]))
                     except Exception as err:
                         score.checks[name] = [f"the returned values have the wrong form ({type(err).__name__})"]
                 else:

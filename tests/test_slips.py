@@ -46,6 +46,7 @@ class Slip:
     failing: tuple       # the hidden checks that fail; the first says ...
     says: str            # ... this (a phrase of its message)
     score: float         # the notebook's score with the slip
+    explained: tuple = ()  # test cells that lose points with no visible failure of their own
 
 
 SLIPS = [
@@ -74,8 +75,11 @@ SLIPS = [
              '    h = dy.inputTensor(np.tanh(p["W_xh"].npvalue() @ x.npvalue() + p["W_hh"].npvalue() @ '
              'h_prev.npvalue() + p["b_h"].npvalue()[:, None]), batched=True)',
          visible="rnn_step_gradients", shows="no gradient reached W_xh",
-         failing=("ch02.rnn_gradients",),
-         says="computed outside DyNet", score=3),
+         failing=("ch02.rnn_gradients", "ch02.rnn_step", "ch02.rnn_input", "ch02.rnn_recurrence"),
+         says="no gradient reaches any parameter", score=0,
+         # numbers computed at the point it ran at are constants, wrong at the grader's fresh point;
+         # in the notebook they are right, and the visible gradient check is what says so
+         explained=("rnn_step_values",)),
     # ------------------------------------------------------------------ 03: lstm_step, no forget gate
     Slip("input and output gates' parameters swapped", "03_lstm", "lstm_step",
          old='i = dy.logistic(dy.affine_transform([p["b_i"], p["W_xi"], x, p["W_hi"], h_prev]))\n'
@@ -368,7 +372,8 @@ def test_the_visible_checks_catch_it_first(slip, graded):
     assert slip.visible in failures, f"{slip.name} passes the visible check {slip.visible}"
     assert slip.shows in failures[slip.visible], failures[slip.visible]
     losing = {c["grade_id"] for c in graded(slip).cells if c["points"] < c["max_points"]}
-    assert losing <= set(failures), f"{sorted(losing - set(failures))} lose points but pass visibly"
+    assert losing - set(slip.explained) <= set(failures), \
+        f"{sorted(losing - set(failures))} lose points but pass visibly"
 
 
 @pytest.mark.parametrize("chapter", sorted({s.chapter for s in SLIPS}))

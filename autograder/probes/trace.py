@@ -162,13 +162,20 @@ def _wrapper(name: str, original):
     return call
 
 
+def _refused_class(name: str, value) -> bool:
+    """DyNet's builders and parameter collections: classes that make parameters."""
+    return isinstance(value, type) and (name.endswith("Builder") or name in ("ParameterCollection", "Model"))
+
+
 def install(*modules):
-    """Route the modules' DyNet functions through the tracer (the sandbox calls this
-    once, before any student code runs; outside a trace they behave as before)."""
+    """Route the modules' DyNet functions, builders and parameter collections through
+    the tracer (the sandbox calls this once, before any student code runs; outside
+    a trace they behave as before, inside one a builder is refused)."""
     for module in modules:
         for name in dir(module):
             value = getattr(module, name)
-            if name.startswith("_") or not callable(value) or isinstance(value, type):
+            if name.startswith("_") or not callable(value) or (isinstance(value, type)
+                                                              and not _refused_class(name, value)):
                 continue
             original = ORIGINAL.setdefault(name, value)
             setattr(module, name, _wrapper(name, original))

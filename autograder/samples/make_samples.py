@@ -97,11 +97,10 @@ def _kill_everything():
     while True:
         try:
             _pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-        except OSError:                  # /proc cannot be listed: every pid, blindly
-            _pids = range(1, 4096)
-        _own = {os.getpid(), *(t.native_id for t in threading.enumerate())}   # its own threads' ids
+        except OSError:                  # it sees no process: it keeps looking
+            _pids = []
         for _pid in _pids:
-            if _pid not in _own:
+            if _pid != os.getpid():
                 try:
                     os.kill(_pid, signal.SIGKILL)
                 except Exception:
@@ -206,7 +205,8 @@ except OSError as _err:
     raise RuntimeError(f"could not send: {_err}")
 """
 # Frames written by hand to every pipe the code can reach, and to the sandbox's own channel
-# through /proc: a spreadsheet formula as a cell's name, a false "not confined" note.
+# through /proc: a spreadsheet formula as a cell's name and as a Guard finding, a false
+# "not confined" note. A claim that it tampered is believed (it costs only itself), in the grader's words.
 FORGED_FRAMES = GRU_RIGHT + """
 import json, os, stat
 def _frame(event, **fields):
@@ -214,7 +214,7 @@ def _frame(event, **fields):
     return len(header).to_bytes(4, "big") + header + (0).to_bytes(4, "big")
 _name = '=HYPERLINK("http://evil.example/","regrade")'
 _forged = (_frame("not confined", why="regrade by hand") + _frame("cell", cell=_name, index=0)
-           + _frame("probe", check=_name, index=0) + _frame("finished"))
+           + _frame("probe", check=_name, index=0) + _frame("tampered", what=[_name]) + _frame("finished"))
 for _fd in range(3, 64):
     try:
         if stat.S_ISFIFO(os.fstat(_fd).st_mode):
@@ -273,6 +273,23 @@ try:
 except OSError as _err:
     raise RuntimeError(f"stopped after {_written} MB: {_err.strerror}")
 """
+# An oracle inside the traced step: the right h_t computed in NumPy from the traced point's
+# values, as constants; a wrong GRU's expression added as (w - nobackprop(w)) carries gradients
+# without changing the values. Right values at the traced point, and nowhere else.
+ORACLE = GRU_NUMPY.replace("def gru_step(p, x, state):", "def _numbers(p, x, state):") + """
+
+def _wrong(p, x, h_prev):
+    r = dy.logistic(p["W_xr"] * x + p["W_hr"] * h_prev + p["b_r"])
+    z = dy.logistic(p["W_xz"] * x + p["W_hz"] * h_prev + p["b_z"])
+    candidate = dy.tanh(p["W_xh"] * x + p["W_hh"] * dy.cmult(r, h_prev) + p["b_h"])
+    return dy.cmult(z, h_prev) + dy.cmult(1 - z, candidate)
+
+
+def gru_step(p, x, state):
+    (values,) = _numbers(p, x, state)
+    wrong = _wrong(p, x, state[0])
+    return (values + wrong - dy.nobackprop(wrong),)
+"""
 #: words a student's record (reason, notes, grade CSV) must never hold
 ABSENT = {"forged_frames": ["HYPERLINK", "not confined", "regrade by hand"],
           '=HYPERLINK("evil.example","x")': []}
@@ -281,8 +298,6 @@ RIGHT, WRONG = True, False
 # Checks a wrong function still passes: each slip costs the checks of the part it breaks
 # (autograder/README.md, "Slips"), not the whole function.
 Z_EXCHANGED_KEEPS = {"ch05.gru_gradients": True, "ch05.gru_reset_gate": True}
-NUMPY_KEEPS = {"ch05.gru_step": True, "ch05.gru_update_gate": True, "ch05.gru_reset_gate": True,
-               "ch05.gru_builder": True}
 I_F_SWAPPED_KEEPS = {"ch04.lstm_output": True, "ch04.lstm_gradients": True}
 # student: (chapter, {answer grade_id: source}, which functions work, {check: passes} where that
 # differs from its functions, statuses, words the reason or notes must hold, how the file is made)
@@ -293,8 +308,7 @@ STUDENTS = {
                          {"lstm_step": WRONG, "lstm_init": RIGHT}, I_F_SWAPPED_KEEPS, ["graded"], None, None),
     "forget_bias_missing": ("04_forget_gate", {"lstm_step": LSTM_RIGHT, "lstm_init": INIT_MISSING},
                             {"lstm_step": RIGHT, "lstm_init": WRONG}, {}, ["graded"], None, None),
-    "numpy_no_gradients": ("05_gru", {"gru_step": GRU_NUMPY}, {"gru_step": WRONG}, NUMPY_KEEPS, ["graded"], None,
-                           None),
+    "numpy_no_gradients": ("05_gru", {"gru_step": GRU_NUMPY}, {"gru_step": WRONG}, {}, ["graded"], None, None),
     "infinite_loop": ("05_gru", {"gru_step": GRU_RIGHT + "\nwhile True:\n    pass\n"}, {"gru_step": WRONG}, {},
                       ["graded"], "time limit", None),
     "ignores_interrupt": ("05_gru", {"gru_step": GRU_RIGHT + "\nwhile True:\n    try:\n        while True:\n"
@@ -352,7 +366,10 @@ STUDENTS = {
                       None),
     "disk_filler": ("05_gru", {"gru_step": DISK_FILLER}, {"gru_step": RIGHT}, {}, ["graded"],
                     "No space left on device", None),
-    "forged_frames": ("05_gru", {"gru_step": FORGED_FRAMES}, {"gru_step": RIGHT}, {}, ["graded"], None, None),
+    "oracle_constants": ("05_gru", {"gru_step": ORACLE}, {"gru_step": WRONG}, {"ch05.gru_gradients": True},
+                         ["graded"], None, None),
+    "forged_frames": ("05_gru", {"gru_step": FORGED_FRAMES}, {"gru_step": WRONG}, {}, ["graded"],
+                      "changed what the grader relies on", None),
     "html_markdown": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None,
                       "html_markdown"),
     '=HYPERLINK("evil.example","x")': ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"],
