@@ -128,9 +128,10 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
                 reason = f"the submission cannot be copied ({err.strerror or err})"
         records.append(_refused(course, item, reason))
 
+    key = trusted.fresh_key() if scheduler else None    # the local pool reads the key file itself
     with executor(workers, scheduler) as pool:
         futures = {pool.submit(grade_files, item.chapter,
-                               submission_files(course / "submitted" / item.student / item.chapter), limits): item
+                               submission_files(course / "submitted" / item.student / item.chapter), limits, key): item
                    for item in accepted}
         for future in as_completed(futures):        # one writer of the results: this process
             item = futures[future]

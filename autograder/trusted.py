@@ -216,14 +216,14 @@ def digest_of(cells: list, artifacts: list, spec: Spec) -> str:
     return h.hexdigest()
 
 
-def fresh_point(inputs: dict, digest: str, check: str) -> dict:
-    """A step check's inputs where the submission never ran: every weight and
-    projection multiplied by its own factor in [0.9, 1.1], every row of the inputs
-    and start states by one factor for the whole batch. Zeros, signs, saturated
-    gates and batch columns that read the same inputs stay as the check made them,
-    so each check still isolates its part. Drawn from the grader's secret key and
-    the submission's digest: the same submission gets the same point, and student
-    code (which cannot read the key) cannot know it."""
+_given_key: bytes | None = None   # a grading machine's copy of the instructor's key (autograder/worker.py)
+
+
+def fresh_key() -> bytes:
+    """The grader's secret: the instructor's key file (made on first use), or the copy a grading
+    machine was handed with its task, which may not be able to read or write that file."""
+    if _given_key is not None:
+        return _given_key
     if not FRESH_KEY.is_file():                    # made whole, then linked: the first grader to link wins
         FRESH_KEY.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(dir=FRESH_KEY.parent)           # mode 0600: the grader's only
@@ -234,7 +234,18 @@ def fresh_point(inputs: dict, digest: str, check: str) -> dict:
         except FileExistsError:
             pass
         os.unlink(partial)
-    seed = hashlib.sha256(FRESH_KEY.read_bytes() + f"{digest}/{check}".encode()).digest()
+    return FRESH_KEY.read_bytes()
+
+
+def fresh_point(inputs: dict, digest: str, check: str) -> dict:
+    """A step check's inputs where the submission never ran: every weight and
+    projection multiplied by its own factor in [0.9, 1.1], every row of the inputs
+    and start states by one factor for the whole batch. Zeros, signs, saturated
+    gates and batch columns that read the same inputs stay as the check made them,
+    so each check still isolates its part. Drawn from the grader's secret key and
+    the submission's digest: the same submission gets the same point, and student
+    code (which cannot read the key) cannot know it."""
+    seed = hashlib.sha256(fresh_key() + f"{digest}/{check}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(seed[:16], "big"))
 
     def move(values, per_row: bool = False):
