@@ -85,6 +85,17 @@ def typeset_math(markdown: str) -> str:
     return _MATH.sub(one, markdown)
 
 
+def lecture_links(markdown: str) -> str:
+    """The exercise's [lecture NN](../lectures/NN_topic.ipynb) links, which lead nowhere from a
+    feedback page's folder: into the book where COURSE_BOOK_URL says it is, else plain words."""
+    def one(m):
+        if not BOOK_URL:
+            return f"{m[1]} (lectures/{m[2]}.ipynb)"
+        from course import book
+        return f"[{m[1]}]({book.lecture_url(m[2], root=BOOK_URL)})"
+    return re.sub(r"\[([^\]]+)\]\(\.\./lectures/(\d\d_\w+)\.ipynb\)", one, markdown)
+
+
 def _lecture_link(lecture) -> str:
     """(notebook stem, section or equation) -> a link into the book where COURSE_BOOK_URL says
     where it is served, else the words (the lecture notebook and where in it)."""

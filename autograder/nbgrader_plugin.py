@@ -225,7 +225,7 @@ class CourseFeedback(NbGraderPreprocessor):
                         "stream", name="stdout", text=f"points: {points[-1]['data'].get('text/plain', '0')} "
                                                       f"of {float(meta.get('points', 0)):g}\n")]
             elif cell.cell_type == "markdown":
-                cell.source = feedback.typeset_math(cell.source)
+                cell.source = feedback.lecture_links(feedback.typeset_math(cell.source))
         course = Path(CourseDirectory(config=self.config).root)
         result = load_result(course, info["student"], info["notebook"]) or {"notebook": info["notebook"]}
         late = info.get("late_penalty") or 0
