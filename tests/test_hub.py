@@ -124,13 +124,14 @@ def fill_gru_step(page, hub, name, mix):
 def run_visible_check(page, right):
     """Run the notebook down to gru_step's visible check in the student's own kernel: the
     course environment is all a student needs."""
-    check = page.locator(".jp-CodeCell").filter(has_text='print("gru_step: right values on a fixed input')
+    # the first visible check after the answer: the update gate's (eq 59), which names an exchanged z
+    check = page.locator(".jp-CodeCell").filter(has_text='print("gru_step: z = 0 keeps the state')
     check.locator(".cm-line").first.click()
     page.get_by_text("Run", exact=True).first.click()
     page.get_by_text("Run All Above Selected Cell", exact=True).first.click()
     check.locator(".jp-InputPrompt").first.click()       # the check cell itself, in command mode
     page.keyboard.press("Shift+Enter")
-    expected = "gru_step: right values on a fixed input" if right else "AssertionError"
+    expected = "gru_step: z = 0 keeps the state" if right else "AssertionError"
     check.locator(".jp-OutputArea").get_by_text(expected).first.wait_for(timeout=240_000)
     return check.locator(".jp-OutputArea").inner_text()
 
@@ -152,9 +153,9 @@ def student_round_trip(browser, hub, name, mix, step):
     output = run_visible_check(page, mix == RIGHT)
     shot(page, f"{step}-{name}-3b-visible-check")
     if mix == RIGHT:
-        assert "right values on a fixed input" in output and "Error" not in output, output
+        assert "z = 0 keeps the state" in output and "Error" not in output, output
     else:                                   # the visible check tells bob (the traceback quotes its print)
-        assert "AssertionError: h after two steps" in output, output
+        assert "AssertionError: with z = 0 the state must stay as it was" in output, output
     deadline = time.monotonic() + 30
     while not any(mix in cell["source"] and "def gru_step" in cell["source"]
                   for cell in hub.login(name).read_file("05_gru/05_gru.ipynb")["content"]["cells"]):
