@@ -22,8 +22,8 @@ Windows and Linux, on a laptop CPU.
 
 ## Install, once
 
-You need Python 3.11, 3.12 or 3.13 (on an Intel Mac: 3.11, the only one DyNet has a wheel for
-there). In this folder:
+You need Python 3.11, 3.12 or 3.13 (DyNet has wheels for each on macOS, Windows and Linux:
+`bench/results/platforms.md`). In this folder:
 
 | | with venv | with conda |
 |---|---|---|
