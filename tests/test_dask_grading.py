@@ -62,8 +62,10 @@ def cluster(tmp_path_factory):
     assert install.returncode == 0, install.stderr[-3000:]
     try:
         pwd.getpwnam(ACCOUNT)
+        made = False
     except KeyError:
         subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", ACCOUNT], check=True)
+        made = True
     port = free_port()
     python = str(env_dir / "bin" / "python")
     scheduler = subprocess.Popen([python, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
@@ -94,6 +96,8 @@ def cluster(tmp_path_factory):
             pass
         process.wait()
     shutil.rmtree(base, ignore_errors=True)
+    if made:
+        subprocess.run(["userdel", ACCOUNT], check=False)
 
 
 def gradebook_counts(course) -> dict:
