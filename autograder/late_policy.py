@@ -43,17 +43,20 @@ def load(path: Path | None = None) -> dict:
     for key, value in policy.items():
         if not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{path}: [policy] {key} = {value!r} must be a number >= 0")
-    due = {}
-    for chapter, when in raw.get("due", {}).items():
-        try:
-            moment = when if isinstance(when, datetime.datetime) else datetime.datetime.fromisoformat(str(when))
-        except ValueError:
-            raise ValueError(f"{path}: [due] {chapter} = {when!r} is not a date like "
-                             "\"2027-03-01T23:59:00Z\"") from None
-        if moment.tzinfo is None:
-            raise ValueError(f"{path}: [due] {chapter} = {when!r} has no time zone: end it with Z (UTC)")
-        due[chapter] = moment.astimezone(datetime.timezone.utc)
+    due = {chapter: utc(when, f"{path}: [due] {chapter}") for chapter, when in raw.get("due", {}).items()}
     return {"policy": policy, "due": due}
+
+
+def utc(when, where: str) -> datetime.datetime:
+    """A moment with its time zone, in UTC (a TOML date, or ISO 8601 text); ``where`` names it in
+    the error."""
+    try:
+        moment = when if isinstance(when, datetime.datetime) else datetime.datetime.fromisoformat(str(when))
+    except ValueError:
+        raise ValueError(f"{where} = {when!r} is not a date like \"2027-03-01T23:59:00Z\"") from None
+    if moment.tzinfo is None:
+        raise ValueError(f"{where} = {when!r} has no time zone: end it with Z (UTC)")
+    return moment.astimezone(datetime.timezone.utc)
 
 
 def penalty_share(seconds_late: float, policy: dict) -> float:
@@ -100,13 +103,7 @@ def extend(course: Path, student: str, chapter: str, until: str) -> datetime.tim
     deadlines = load()
     if chapter not in deadlines["due"]:
         raise ValueError(f"{chapter} has no due date in {deadlines_file()}: nothing to extend")
-    try:
-        moment = datetime.datetime.fromisoformat(until)
-    except ValueError:
-        raise ValueError(f"UNTIL={until!r} is not a date like 2027-03-04T23:59:00Z") from None
-    if moment.tzinfo is None:
-        raise ValueError(f"UNTIL={until!r} has no time zone: end it with Z (UTC)")
-    extension = moment - deadlines["due"][chapter]
+    extension = utc(until, "UNTIL") - deadlines["due"][chapter]
     if extension <= datetime.timedelta(0):
         raise ValueError(f"{until} is not after {chapter}'s due date ({deadlines['due'][chapter]:%Y-%m-%d %H:%M} UTC)")
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:

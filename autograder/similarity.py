@@ -24,27 +24,17 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import trusted
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SUBMISSIONS = ROOT / "autograder" / "work" / "course" / "submitted"
 DEFAULT_OUT = ROOT / "autograder" / "work" / "similarity"
 THRESHOLD = 0.5     # share of a student's answer tokens found in the other's, above which a pair is flagged
 
 
-def answer_ids(chapter: str) -> list[str]:
-    """The grade_ids of the chapter's answer cells, from the instructor's notebook."""
-    source = nbformat.read(ROOT / "solutions" / f"{chapter}.ipynb", as_version=4)
-    return [c.metadata["nbgrader"]["grade_id"] for c in source.cells
-            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
-
-
 def answers(notebook, ids: list[str]) -> str:
-    """The code of the notebook's answer cells, in the instructor's order (the first copy of each)."""
-    found = {}
-    for cell in notebook.cells:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if cell.get("cell_type") == "code" and grade_id in ids and grade_id not in found:
-            found[grade_id] = str(cell.get("source", ""))
-    return "\n\n".join(found.get(i, "") for i in ids) + "\n"
+    """The code of the notebook's answer cells, as the grader finds them (the first copy of each)."""
+    return "\n\n".join(source for _, source in trusted.answer_sources(notebook, ids)[0]) + "\n"
 
 
 def find_notebooks(submissions: Path, chapter: str) -> dict:
@@ -61,7 +51,7 @@ def compare(submissions: Path, chapter: str, out: Path, threshold: float = THRES
     """Write OUT/CHAPTER.html; return [(similarity, student, other, share of student's, share of
     other's, tokens in common)], most alike first, every pair once."""
     from copydetect import CopyDetector
-    ids = answer_ids(chapter)
+    ids = trusted.spec_of(ROOT / "solutions" / f"{chapter}.ipynb").answers
     notebooks = find_notebooks(submissions, chapter)
     if len(notebooks) < 2:
         raise ValueError(f"{len(notebooks)} submission(s) of {chapter} in {submissions}: nothing to compare")

@@ -26,7 +26,7 @@ def grade_files(chapter: str, files: dict, limits: trusted.Limits | None = None,
     worker runs this); the trusted result. ``key``: the instructor's fresh-point key, so that every
     machine judges a submission at the same point (send it over a connection you trust: Dask's TLS)."""
     if key is not None:
-        trusted._given_key = key
+        trusted.use_fresh_key(key)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / chapter
         for name, data in files.items():

@@ -229,14 +229,12 @@ def test_a_feedback_page_reads_whole_offline_in_a_browser(graded):
     typeset (MathML, no script), no TeX left showing, every check's line whole (wrapped, not cut in
     a scrolling box), the points in words instead of a bare `Out[ ]`, and no link to a page that is
     not there. A screenshot lands in runs/feedback-test/."""
-    from playwright.sync_api import sync_playwright
+    from tests.browser import offline_page
     pages = grade.write_feedback(graded["course"])
     page_file = pages / "wrong_gate_order" / "04_forget_gate" / "04_forget_gate.html"
     shots = ROOT / "runs" / "feedback-test"
     shots.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True).new_page()
+    with offline_page() as page:
         page.goto(page_file.as_uri())
         page.screenshot(path=str(shots / "04_forget_gate.png"), full_page=True)
         seen = page.evaluate("""() => ({
@@ -247,7 +245,6 @@ def test_a_feedback_page_reads_whole_offline_in_a_browser(graded):
             prompts: Array.from(document.querySelectorAll('.prompt')).filter(e => /Out/.test(e.innerText)).length,
             links: Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'))})""")
         text = page.inner_text("body")
-        browser.close()
     assert seen["math"] >= 5 and not seen["tex"], seen
     assert seen["cut"] == 0 and seen["prompts"] == 0, seen
     assert "FAILED ch04.lstm_forget_gate" in text and "points: 0 of 1" in text

@@ -13,7 +13,6 @@ Chromium comes from Debian (`apt-get install -y chromium`), driven by Playwright
 import functools
 import http.server
 import re
-import shutil
 import sys
 import threading
 from html.parser import HTMLParser
@@ -24,6 +23,7 @@ import nbformat
 import pytest
 
 from course import book
+from tests.browser import CHROMIUM
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "book"))
@@ -32,7 +32,6 @@ import equations  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("book")
 SHOTS = ROOT / "runs" / "book"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def lecture_notebooks():

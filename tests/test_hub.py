@@ -28,10 +28,10 @@ from urllib.parse import quote
 from hub import accounts, prepare
 from hub.layout import COURSE_ID
 from hub.local import LocalHub
+from tests.browser import CHROMIUM
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "runs" / "hub-test"
-CHROMIUM = "/usr/bin/chromium"
 pytestmark = pytest.mark.xdist_group("hub")          # one hub, one worker
 
 # gru_step's body, typed into the notebook: ada's is right, bob's exchanges the update gate.

@@ -193,17 +193,14 @@ def test_the_copies_rank_first_and_the_honest_pairs_stay_below_the_threshold(rep
 
 def test_the_report_is_a_page_an_instructor_reads(report):
     """Opened in Chromium: the pairs side by side, the student's code shown as text, not run."""
-    from playwright.sync_api import sync_playwright
+    from tests.browser import offline_page
     _, page_file = report
     shots = ROOT / "runs" / "similarity-test"
     shots.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True).new_page()
+    with offline_page() as page:
         page.goto(page_file.as_uri())
         page.screenshot(path=str(shots / f"{CHAPTER}.png"), full_page=False)
         text = page.inner_text("body")
-        browser.close()
     assert "ada" in text and "cy" in text and "masked_batch_nll" in text
 
 
