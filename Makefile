@@ -113,7 +113,7 @@ hub: $(STAMP) proxy
 ## make book: the self-study book, lectures executed (outputs cached), in _build/html/
 .PHONY: book
 book: $(STAMP)
-	$(PY) book/build.py
+	$(PY) -m book.build
 
 ## make dynet-gpu: build a CUDA-enabled DyNet into .venv-gpu (see README, "GPU DyNet")
 dynet-gpu:

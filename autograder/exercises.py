@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+from course.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS, EXERCISES, LECTURES = ROOT / "solutions", ROOT / "exercises", ROOT / "lectures"
 STUB = 'raise NotImplementedError("Student exercise: replace this line with your code")'
 

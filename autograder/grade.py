@@ -40,8 +40,8 @@ from pathlib import Path
 from autograder import feedback, intake, late_policy, trusted
 from autograder.worker import grade_files, submission_files
 from autograder.nbgrader_plugin import load_result, save_result, status_of
+from course.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "autograder" / "work"
 COURSE = WORK / "course"
 

@@ -1,11 +1,6 @@
 # nbgrader configuration of the course. A course directory loads it from its own
 # nbgrader_config.py with `load_subconfig("<this repository>/autograder/nbgrader_config.py")`
 # (`make autograde` and the hub write that line). See autograder/README.md for why.
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # `autograder` for nbgrader to import
-
 c = get_config()  # noqa: F821
 
 c.CourseDirectory.course_id = "rnnlm-course"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from course.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 # bench/results: the measured tables, figures and exported weights the lectures read and cite
 INCLUDE = ["exercises", "lectures", "course", "data/course", "data/README.md", "bench/results",
            "pyproject.toml", "environment.yml", "LICENSE"]

@@ -51,8 +51,8 @@ import threading
 import traceback
 import types
 from pathlib import Path
+from course.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 OUT_OF_MEMORY = 75          # exit code: an answer cell exhausted the memory limit
 MAX_FRAME = 128 << 20       # the most one frame may carry (a capstone's weights)
 MAX_HEADER = 1 << 16

@@ -25,8 +25,8 @@ from pathlib import Path
 import nbformat
 
 from autograder import trusted
+from course.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SUBMISSIONS = ROOT / "autograder" / "work" / "course" / "submitted"
 DEFAULT_OUT = ROOT / "autograder" / "work" / "similarity"
 THRESHOLD = 0.5     # share of a student's answer tokens found in the other's, above which a pair is flagged

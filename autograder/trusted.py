@@ -46,8 +46,8 @@ import numpy as np
 from autograder.probes import TRACED, from_arrays
 from autograder.sandbox import LAUNCHER, OUT_OF_MEMORY, read_frames
 from autograder.reference.grading import check_calls, split_points
+from course.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 MAX_OUTPUT = 256 << 20         # everything one sandbox may send
 START_S = 90                   # loading DyNet, NumPy and the course in a fresh process

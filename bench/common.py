@@ -4,12 +4,11 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from course.paths import ROOT
+
 RESULTS = ROOT / "bench" / "results"
 
 

@@ -81,7 +81,6 @@ def find_ptb(given: str | None) -> Path | None:
 def training_columns(ptb: Path | None, tokens_needed: int, batch: int = 20):
     """(columns of shape (batch, n), vocabulary size, what the text is)."""
     import numpy as np
-    sys.path.insert(0, str(ROOT / "bench"))
     import ptb as ptb_bench
     if ptb is not None:
         vocab, splits = ptb_bench.load_corpus(str(ptb))
@@ -113,7 +112,6 @@ def dynet_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
         runtime.init(seed=config["seed"], mem=DYNET_MEM_MB, gpu=gpu)
     except runtime.GPUUnavailable as err:
         skip(str(err))
-    sys.path.insert(0, str(ROOT / "bench"))
     import ptb as ptb_bench
     from course.data import Vocab
     dy = runtime.dynet()

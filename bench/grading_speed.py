@@ -12,15 +12,12 @@ to a worker and its result back, beside the local pool in the same run.
 import contextlib
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 from common import ROOT, report, table
-
-sys.path.insert(0, str(ROOT))
 
 
 def full_submission(folder: Path) -> Path:

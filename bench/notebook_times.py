@@ -5,11 +5,9 @@ laptop must meet: each under 5 minutes).
 """
 import argparse
 import os
-import sys
 
 from common import ROOT, report, table
 
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ["PATH"] = str(ROOT / ".venv" / "bin") + os.pathsep + os.environ.get("PATH", "")
 
@@ -18,7 +16,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="", help="run only notebooks whose name starts with this")
     args = parser.parse_args()
-    from tests.notebook_runner import execute, first_error
+    from autograder.notebook_runner import execute, first_error
     rows = []
     for folder in ("lectures", "solutions", "exercises"):
         for path in sorted((ROOT / folder).glob(f"{args.only}*.ipynb")):

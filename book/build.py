@@ -1,4 +1,4 @@
-"""Build the self-study book: ``python book/build.py`` (or ``make book``).
+"""Build the self-study book: ``python -m book.build`` (or ``make book``).
 
 The lectures, the exercises, the README's guide for readers, data/README.md and the
 bibliography are copied into ``_build/src/`` and adapted there, never in the committed
@@ -21,12 +21,9 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import equations  # noqa: E402
-
-sys.path.insert(0, str(ROOT))
-from course import book  # noqa: E402
+from book import equations
+from course import book
+from course.paths import ROOT
 
 BUILD = ROOT / "_build"
 RESULTS = ROOT / "bench" / "results"

@@ -7,7 +7,7 @@ import re
 import myst_nb.core.render
 from docutils import nodes
 
-ROOT = Path(__file__).resolve().parent.parent
+from course.paths import ROOT
 
 project = "RNN language models with DyNet"
 author = "the course"

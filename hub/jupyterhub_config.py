@@ -7,13 +7,10 @@
 #     COURSE_HUB_PORT   its port (default 8000)
 #     COURSE_HUB_INTERNAL_PORTS  "HUB_API,PROXY_API" on loopback (default 8081,8001)
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from hub import accounts  # noqa: E402
-from hub.layout import Layout  # noqa: E402
-from hub.prepare import server_env  # noqa: E402
+from hub import accounts
+from hub.layout import Layout
+from hub.prepare import server_env
 
 c = get_config()  # noqa: F821
 layout = Layout.at()

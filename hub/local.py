@@ -27,7 +27,7 @@ from hub import accounts, prepare
 from hub.client import HubUser
 from hub.layout import Layout
 
-REPO = Path(__file__).resolve().parent.parent
+from course.paths import ROOT
 
 
 def free_port() -> int:
@@ -67,7 +67,7 @@ class LocalHub:
                "PATH": f"{bin_dir}:{os.environ['PATH']}"}
         self.log = self.tmp / "jupyterhub.log"
         with open(self.log, "w") as log:
-            self.process = subprocess.Popen([str(bin_dir / "jupyterhub"), "-f", str(REPO / "hub" / "jupyterhub_config.py")],
+            self.process = subprocess.Popen([str(bin_dir / "jupyterhub"), "-f", str(ROOT / "hub" / "jupyterhub_config.py")],
                                             cwd=self.tmp, env=env, stdout=log, stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from hub import accounts
 from hub.layout import COURSE_ID, Layout
+from course.paths import ROOT
 
-REPO = Path(__file__).resolve().parent.parent
 # What the instructor's grader copy holds: the grader, the solutions, the package and
 # data it imports, and hub/ (the exchange's safe collect step runs in nbgrader as the instructor).
 GRADER_PARTS = ["autograder", "course", "data/course", "data/README.md", "solutions", "hub", "pyproject.toml"]
@@ -152,7 +152,7 @@ def instructor_course(layout: Layout, instructor: str, students: list):
     grader = layout.grader(instructor)
     shutil.rmtree(grader, ignore_errors=True)
     for part in GRADER_PARTS:
-        source, target = REPO / part, grader / part
+        source, target = ROOT / part, grader / part
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
             shutil.copytree(source, target, ignore=IGNORE, symlinks=False)
@@ -160,7 +160,7 @@ def instructor_course(layout: Layout, instructor: str, students: list):
             shutil.copy(source, target)
     course = layout.course_dir(instructor)
     course.mkdir(exist_ok=True)
-    shutil.copy(REPO / "hub" / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copy(ROOT / "hub" / "nbgrader_config.py", course / "nbgrader_config.py")
     for solution in sorted((grader / "solutions").glob("*.ipynb")):
         target = course / "source" / solution.stem / solution.name
         if not target.exists():                      # the instructor's edits stay

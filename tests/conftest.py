@@ -1,12 +1,10 @@
 """DyNet is configured once per test process, before anything imports it."""
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))          # the autograder/ reference code, next to course/
+from course.paths import ROOT   # the tests import ROOT from here
+
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 from course import runtime  # noqa: E402

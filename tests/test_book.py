@@ -13,7 +13,6 @@ Chromium comes from Debian (`apt-get install -y chromium`), driven by Playwright
 import functools
 import http.server
 import re
-import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
@@ -26,9 +25,7 @@ from course import book
 from tests.browser import CHROMIUM
 from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "book"))
-import build  # noqa: E402
-import equations  # noqa: E402
+from book import build, equations
 
 pytestmark = pytest.mark.xdist_group("book")
 SHOTS = ROOT / "runs" / "book"

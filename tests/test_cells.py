@@ -8,7 +8,6 @@ initialisation and the release rule (no graded cell in ``course/``).
 """
 import re
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +19,8 @@ import dynet as dy  # noqa: E402
 
 from tests import numpy_cells  # noqa: E402
 from autograder.reference import cells as ref  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 D_IN, D_H = 3, 4            # different sizes, so a transposed matrix cannot pass
 STEPS = 5
 TOL_VALUE = 1e-5

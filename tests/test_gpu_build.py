@@ -17,8 +17,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GPU = ROOT / "gpu"
 PATCHES = sorted((GPU / "patches").glob("*.patch"))
 BUILD_SH = GPU / "build.sh"

@@ -10,8 +10,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-import gpu_speed  # noqa: E402  (bench/gpu_speed.py)
+import gpu_speed  # bench/gpu_speed.py (pytest's pythonpath holds bench/)
 
 try:
     import torch  # noqa: F401

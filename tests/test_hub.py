@@ -29,8 +29,8 @@ from hub import accounts, prepare
 from hub.layout import COURSE_ID
 from hub.local import LocalHub
 from tests.browser import CHROMIUM
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "runs" / "hub-test"
 pytestmark = pytest.mark.xdist_group("hub")          # one hub, one worker
 
@@ -339,7 +339,7 @@ def test_a_student_runs_lecture_05_and_exercise_05_from_the_release(hub):
     """What the hub serves is the student release in the course environment: as ada, with her
     server's environment, lecture 05 and exercise 05 (her answers in it) run top to bottom, the
     lecture reading the results it cites from the release."""
-    from tests.notebook_runner import with_answers
+    from autograder.notebook_runner import with_answers
     ada = hub.students[0]
     # the link above each answer cell, ../lectures/05_gru.ipynb from ~/05_gru/, opens in her server
     hub.login(ada).start_server()

@@ -18,7 +18,7 @@ import pytest
 
 from autograder import exercises
 from tests.conftest import ROOT
-from tests.notebook_runner import execute, first_error, stderr_in_graded_cells
+from autograder.notebook_runner import execute, first_error, stderr_in_graded_cells
 
 LECTURES = sorted((ROOT / "lectures").glob("*.ipynb"))
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))

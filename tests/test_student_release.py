@@ -20,7 +20,7 @@ import pytest
 
 from autograder.release import build
 from tests.conftest import ROOT
-from tests.notebook_runner import with_answers
+from autograder.notebook_runner import with_answers
 
 DYNETS = ["2.1", "2.2"]
 LECTURES = sorted(p.name for p in (ROOT / "lectures").glob("*.ipynb"))

@@ -1,0 +1,1 @@
+"""The self-study book: ``python -m book.build`` (or ``make book``)."""
