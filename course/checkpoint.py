@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from course.data import DataError, sha256_of
+from course.data import DataError
+from course.files import sha256_of
 
 RECORD = "checkpoint.json"
 DAMAGED = ("the checkpoint is damaged or was changed after it was saved (a copy cut short?); "

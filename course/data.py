@@ -12,34 +12,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+# sha256_of: compatibility, course/lm.py imports it from here until the engine branch lands
+from course.files import sha256_of, write_atomic  # noqa: F401
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 
 
 class DataError(ValueError):
     """Input data the course cannot use; the message says what to do."""
-
-
-def sha256_of(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def write_atomic(path, text: str) -> None:
-    """Write a text file so that it is either the old one or the whole new one, never
-    half of it (a temporary file beside it, then renamed over it)."""
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
 
 
 def read_sentences(path) -> list[list[str]]:
@@ -117,8 +102,8 @@ class Vocab:
         return hashlib.sha256(json.dumps(self.tokens, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def fingerprint(*groups) -> str:
-    """sha256 of lists of token lists (their order and every token): equal fingerprints,
+def tokens_sha256(*groups) -> str:
+    """sha256 of lists of token lists (their order and every token): equal hashes,
     equal text."""
     digest = hashlib.sha256()
     for sentences in groups:
@@ -126,6 +111,9 @@ def fingerprint(*groups) -> str:
         for s in sentences:
             digest.update(("\x1f".join(s) + "\n").encode("utf-8"))
     return digest.hexdigest()
+
+
+fingerprint = tokens_sha256    # compatibility: course/__main__.py imports it until the engine branch lands
 
 
 def as_characters(sentences) -> list[list[str]]:

@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from course.files import write_atomic
+
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 
 
@@ -399,9 +401,9 @@ def yardstick(train, valid, vocab, scored: dict) -> dict:
     Kept in :func:`cache_dir` under a hash of everything the numbers depend on
     (vocabulary, training, tuning and scored sentences), so each is computed once.
     """
-    from course.data import fingerprint
+    from course.data import tokens_sha256
     names = sorted(scored)
-    key = fingerprint([_vocab_tokens(vocab)], train, valid, [names], *(scored[n] for n in names))
+    key = tokens_sha256([_vocab_tokens(vocab)], train, valid, [names], *(scored[n] for n in names))
     path = cache_dir() / "yardstick" / f"{key}.json"
     try:
         return json.loads(path.read_text())
@@ -413,9 +415,7 @@ def yardstick(train, valid, vocab, scored: dict) -> dict:
         result[label] = {name: model.perplexity(sentences) for name, sentences in scored.items()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial")
-        partial.write_text(json.dumps(result) + "\n")
-        os.replace(partial, path)
+        write_atomic(path, json.dumps(result) + "\n")
     except OSError:
         pass                      # an unwritable cache only costs the time to compute again
     return result

@@ -341,9 +341,9 @@ def test_a_single_text_file_splits_in_order_and_reads_as_characters(tmp_path):
     assert [len(splits[s]) for s in corpora.SPLITS] == [21, 2, 2]
     assert splits["train"][0] == ["line", "0", "of", "text"] and splits["test"][-1][1] == "24"
     assert read_corpus(text, "valid", unit="char")[0] == list("line 21 of text")
-    before = corpora.fingerprint(text)
+    before = corpora.corpus_sha256(text)
     text.write_text(text.read_text() + "one more\n")
-    assert corpora.fingerprint(text) != before
+    assert corpora.corpus_sha256(text) != before
     (tmp_path / "two.txt").write_text("a\nb\n")
     with pytest.raises(CorpusError, match="2 non-blank line.*at least 3"):
         read_corpus(tmp_path / "two.txt", "train")

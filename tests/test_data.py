@@ -1,10 +1,11 @@
 import gzip
+import hashlib
 
 import pytest
 
-from course.data import (BOS, EOS, UNK, DataError, Vocab, as_characters, encode, fingerprint,
-                         first_tokens, make_batch, make_batches, read_sentences, shuffled, split_long,
-                         write_atomic)
+from course.data import (BOS, EOS, UNK, DataError, Vocab, as_characters, encode, first_tokens, make_batch,
+                         make_batches, read_sentences, shuffled, split_long, tokens_sha256)
+from course.files import sha256_of, write_atomic
 
 
 def test_read_txt_and_gz_give_the_same_sentences(tmp_path):
@@ -112,14 +113,15 @@ def test_a_positions_cap_makes_batches_of_long_sentences_smaller():
     assert all(len(b.targets) * b.size <= 20 for b in capped)
 
 
-def test_fingerprints_and_atomic_writes(tmp_path):
-    assert fingerprint([["a", "b"]]) != fingerprint([["a b"]]) != fingerprint([["a"], ["b"]])
-    assert fingerprint([["a"]], [["b"]]) != fingerprint([["a"], ["b"]])
+def test_hashes_and_atomic_writes(tmp_path):
+    assert tokens_sha256([["a", "b"]]) != tokens_sha256([["a b"]]) != tokens_sha256([["a"], ["b"]])
+    assert tokens_sha256([["a"]], [["b"]]) != tokens_sha256([["a"], ["b"]])
     assert Vocab.build([["x", "y"]]).sha256() == Vocab.build([["x", "y"]]).sha256() != \
         Vocab.build([["x", "z"]]).sha256()
     write_atomic(tmp_path / "f.json", "one\n")
     write_atomic(tmp_path / "f.json", "two\n")
     assert [p.name for p in tmp_path.iterdir()] == ["f.json"] and (tmp_path / "f.json").read_text() == "two\n"
+    assert sha256_of(tmp_path / "f.json") == hashlib.sha256(b"two\n").hexdigest()
 
 
 def test_characters_and_one_string_per_distinct_token(tmp_path):
