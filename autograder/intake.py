@@ -35,7 +35,8 @@ IGNORED = {".ipynb_checkpoints", "__pycache__", ".DS_Store"}
 
 
 class Refused(ValueError):
-    """A submission the grader will not read; the message says why and what to do."""
+    """A submission the grader (or the hub's exchange) will not read; the message says why
+    and what to do."""
 
 
 @dataclass
@@ -54,23 +55,34 @@ def _kind(mode: int) -> str:
             if stat.S_ISSOCK(mode) else "not a regular file")
 
 
-def copy_file(source: Path, target: Path, limit_mb: int = MAX_NOTEBOOK_MB, name: str | None = None):
-    """Copy one regular file, opened without following a link and without blocking
-    on a FIFO; refuse anything else."""
-    name = name or source.name
+def open_regular(path, name: str, dir_fd: int | None = None) -> int:
+    """A descriptor of ``path`` (relative to ``dir_fd`` when given) if it is a regular file
+    with one name, opened without following a link and without blocking on a FIFO; Refused
+    otherwise, with ``name`` in the reason. The caller closes it."""
     try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError as err:
-        info = os.lstat(source) if os.path.lexists(source) else None
+        try:
+            info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            info = None
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise Refused(f"{name} is {_kind(info.st_mode)}: submit the file itself") from None
         raise Refused(f"{name} cannot be read ({err.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Refused(f"{name} is {_kind(info.st_mode)}: submit the file itself")
-        if info.st_nlink > 1:
-            raise Refused(f"{name} is a hard link to another file: submit a copy of the file itself")
+        raise Refused(f"{name} is a hard link to another file: submit a copy of the file itself")
+    return fd
+
+
+def copy_file(source: Path, target: Path, limit_mb: int = MAX_NOTEBOOK_MB, name: str | None = None):
+    """Copy one regular file (:func:`open_regular`); refuse anything else."""
+    name = name or source.name
+    with os.fdopen(open_regular(source, name), "rb") as f:
+        info = os.fstat(f.fileno())
         if info.st_size > limit_mb << 20:
             raise Refused(f"{name} is {info.st_size >> 20} MB, over the {limit_mb} MB limit")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -118,6 +130,17 @@ def copy_folder(source: Path, target: Path, limit_mb: int = MAX_FOLDER_MB, name:
     for file in keep:
         if os.path.lexists(source / file):
             copy_file(source / file, target / file, limit_mb, name=f"{name}/{file}")
+
+
+def copy_regular_files(source: Path, target: Path):
+    """A folder that intake already checked, as its regular files and folders only (anything
+    else is left out; a link is never followed either way)."""
+    target.mkdir()
+    for entry in os.scandir(source):
+        if entry.is_dir(follow_symlinks=False):
+            copy_regular_files(Path(entry.path), target / entry.name)
+        elif entry.is_file(follow_symlinks=False):
+            shutil.copyfile(entry.path, target / entry.name, follow_symlinks=False)
 
 
 def collect(submissions: Path) -> list:

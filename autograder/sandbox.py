@@ -12,7 +12,7 @@ and the probes, then confines itself with Landlock (:mod:`autograder.landlock`:
 read access to Python's own files only, the course's and the grader's code
 included no longer; write access to WORKDIR only; no TCP; no signals or abstract
 sockets outside), and only then executes student code. It reports through the
-pipe FD as frames (:func:`send`): events as they happen, and each check's result.
+pipe FD as frames (:mod:`autograder.frames`): events as they happen, and each check's result.
 
 Student code never holds that pipe. The confined process forks a child that
 closes it, confines itself once more (a nested Landlock domain: it can neither
@@ -51,48 +51,22 @@ import threading
 import traceback
 import types
 from pathlib import Path
+
+from autograder.frames import MAX_FRAME, encode, read_frames
 from course.paths import ROOT
 
 OUT_OF_MEMORY = 75          # exit code: an answer cell exhausted the memory limit
-MAX_FRAME = 128 << 20       # the most one frame may carry (a capstone's weights)
-MAX_HEADER = 1 << 16
 LAUNCHER = "import sys\nfrom autograder.sandbox import main\nsys.exit(main(*sys.argv[1:]))"
 _channel = -1
 _sending = threading.Lock()
 
 
 def send(event: str, blob: bytes = b"", **fields):
-    """One frame: header length, JSON header, blob length, blob."""
-    header = json.dumps({"event": event, **fields}).encode()
-    data = len(header).to_bytes(4, "big") + header + len(blob).to_bytes(4, "big") + blob
+    """One frame (:func:`autograder.frames.encode`) onto this process's channel."""
+    data = encode(event, blob, **fields)
     with _sending:
         while data:
             data = data[os.write(_channel, data):]
-
-
-def read_frames(stream, max_total: int):
-    """The frames of a stream (see :func:`send`) as dicts with their ``blob``; a
-    malformed or oversized stream ends with ``{"event": "garbled"}``."""
-    total = 0
-    while True:
-        size = stream.read(4)
-        if len(size) < 4:
-            return
-        n = int.from_bytes(size, "big")
-        total += n
-        try:
-            if n > MAX_HEADER or total > max_total:
-                raise ValueError
-            header = json.loads(stream.read(n))
-            m = int.from_bytes(stream.read(4), "big")
-            total += m
-            if m > MAX_FRAME or total > max_total or not isinstance(header, dict):
-                raise ValueError
-            header["blob"] = stream.read(m)
-        except ValueError:
-            yield {"event": "garbled"}
-            return
-        yield header
 
 
 def readable_paths() -> list:
@@ -125,15 +99,8 @@ def preload(request: dict) -> dict:
     import dynet
     from autograder.probes import trace
     trace.install(dynet, _dynet)
-    probes = {}                                    # check -> (probe, whether it is traced)
-    for item in request.get("probes", []):
-        dotted = autograder.probes.TRACED.get(item["probe"], item["probe"])
-        module, _, function = dotted.partition(":")
-        if not module.startswith("autograder.probes"):
-            raise ValueError(f"probe {dotted} is not in autograder/probes")
-        probes[item["check"]] = (getattr(importlib.import_module(module), function),
-                                 item["probe"] in autograder.probes.TRACED)
-    return probes
+    return {item["check"]: (autograder.probes.lookup(item["probe"], traced=True),   # check -> (probe, traced)
+                            item["probe"] in autograder.probes.TRACED) for item in request.get("probes", [])}
 
 
 def scratch_space(workdir: Path, megabytes: int) -> Path:

@@ -44,7 +44,9 @@ import nbformat
 import numpy as np
 
 from autograder.probes import TRACED, from_arrays
-from autograder.sandbox import LAUNCHER, OUT_OF_MEMORY, read_frames
+from autograder.frames import read_frames
+from autograder.intake import copy_regular_files
+from autograder.sandbox import LAUNCHER, OUT_OF_MEMORY
 from autograder.reference.grading import check_calls, split_points
 from course.paths import ROOT
 
@@ -288,17 +290,6 @@ def _limit(limits: Limits):
     return apply
 
 
-def _copy_regular_files(source: Path, target: Path):
-    """A submission's folder as regular files only (the grader already refused
-    anything else at intake; this never follows a link either way)."""
-    target.mkdir()
-    for entry in os.scandir(source):
-        if entry.is_dir(follow_symlinks=False):
-            _copy_regular_files(Path(entry.path), target / entry.name)
-        elif entry.is_file(follow_symlinks=False):
-            shutil.copyfile(entry.path, target / entry.name, follow_symlinks=False)
-
-
 class Sandbox:
     """One sandbox process and the frames it sends (see autograder/sandbox.py)."""
 
@@ -308,7 +299,7 @@ class Sandbox:
         with open(self.workdir / "inputs.pkl", "wb") as f:
             pickle.dump(inputs, f)
         for folder in artifacts:
-            _copy_regular_files(folder, self.workdir / folder.name)
+            copy_regular_files(folder, self.workdir / folder.name)
         read, write = os.pipe()
         command = [sys.executable, "-c", LAUNCHER, str(self.workdir), str(write)]
         isolated, _ = namespaces()

@@ -26,11 +26,7 @@ import stat
 
 from nbgrader.exchange.default.collect import ExchangeCollect
 
-from autograder.intake import MAX_DEPTH, MAX_ENTRIES
-
-
-class Refused(Exception):
-    pass
+from autograder.intake import MAX_DEPTH, MAX_ENTRIES, Refused, open_regular
 
 
 class SafeCollect(ExchangeCollect):
@@ -106,18 +102,11 @@ class SafeCollect(ExchangeCollect):
                 os.close(fd)
 
     def _copy_file(self, name, dir_fd, dest, uid, where):
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-        except OSError as err:
-            raise Refused(f"{where} could not be opened without following a link ({err.strerror})")
+        fd = open_regular(name, where, dir_fd)
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise Refused(f"{where} is not a regular file (mode {stat.filemode(info.st_mode)})")
             if info.st_uid != uid:
                 raise Refused(f"{where} is not owned by the student who submitted it")
-            if info.st_nlink != 1:
-                raise Refused(f"{where} is a hard link ({info.st_nlink} names for one file)")
             if not any(fnmatch.fnmatch(name, glob) for glob in self.coursedir.include):
                 return
             if info.st_size > 1000 * self.coursedir.max_file_size:

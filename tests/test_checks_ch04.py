@@ -169,7 +169,7 @@ def test_init_numbers_survive_the_sandbox_file_format(answer, passes, tmp_path):
     """The probe's numbers go through an .npz file between sandbox and grader."""
     check = CHECKS["ch04.lstm_init"]
     inputs = check.make_inputs()
-    numbers = grading.load_probe(check.probe)({"lstm_init": answer}, inputs)
+    numbers = probes.lookup(check.probe)({"lstm_init": answer}, inputs)
     np.savez(tmp_path / "r.npz", **to_arrays(numbers))
     with np.load(tmp_path / "r.npz", allow_pickle=False) as f:
         back = from_arrays({k: f[k] for k in f.files})

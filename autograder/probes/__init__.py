@@ -16,12 +16,24 @@ under the same rule. For step functions the work is split in three:
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 #: probes whose sandbox result is a traced program (autograder/probes/trace.py), not numbers
 TRACED = {"autograder.probes:step": "autograder.probes.trace:trace_step"}
 ATOL = 1e-5          # outputs: max abs difference (float32 arithmetic in DyNet)
 GRAD_RTOL = 1e-4     # gradients: relative to the largest reference gradient
+
+
+def lookup(probe: str, traced: bool = False):
+    """The function a check's ``probe`` ("autograder.probes.module:function") names; with
+    ``traced``, the tracing version of a probe in :data:`TRACED` (what the sandbox runs)."""
+    dotted = TRACED.get(probe, probe) if traced else probe
+    module, _, function = dotted.partition(":")
+    if not module.startswith("autograder.probes"):
+        raise ValueError(f"probe {dotted!r} must live in autograder/probes/")
+    return getattr(importlib.import_module(module), function)
 
 
 def make_inputs(shapes: dict, n_state: int, d_in: int = 5, d_h: int = 4, batch: int = 7,

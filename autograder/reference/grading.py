@@ -53,13 +53,6 @@ class Check:
     visible: str = ""                  # grade_id of the visible test cell of the same kind
 
 
-def load_probe(dotted: str):
-    module, _, function = dotted.partition(":")
-    if not module.startswith("autograder.probes"):
-        raise ValueError(f"probe {dotted!r} must live in autograder/probes/")
-    return getattr(importlib.import_module(module), function)
-
-
 def chapter_checks(chapter: str) -> dict:
     """The checks of one chapter ("ch05"), by name."""
     import autograder.reference as package
@@ -87,7 +80,7 @@ def run_check(c: Check, functions: dict) -> list:
     """Inputs, probe, the trip out of the sandbox, and judge, all in this process:
     the list of problems (empty when the functions pass)."""
     inputs = c.make_inputs()
-    return c.judge(probes.transported(load_probe(c.probe)(functions, inputs)), inputs)
+    return c.judge(probes.transported(probes.lookup(c.probe)(functions, inputs)), inputs)
 
 
 def check(name: str, points: float | None = None, **functions):
