@@ -81,7 +81,7 @@ similarity: $(STAMP)
 ## make heldout: the capstone's held-out sentences, from a seed only the instructors hold
 ## (autograder/heldout/seed, made the first time; delete it for a new held-out set)
 heldout: $(STAMP)
-	$(PY) -m autograder.make_heldout
+	$(PY) -m autograder.make_heldout --out autograder/heldout
 
 ## make bench: the benchmark tables in bench/results/ (bench/capstone_budget.py alone takes about 20 minutes;
 ## the converged runs of converge.py take a night and resume, so make bench only rebuilds their tables)

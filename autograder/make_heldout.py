@@ -1,25 +1,31 @@
 """The capstone's held-out sentences, drawn with a seed only the instructors hold.
 
-    python -m autograder.make_heldout       # (make heldout) writes autograder/heldout/course_hidden.*
+    python -m autograder.make_heldout --out autograder/heldout      # (make heldout) writes course_hidden.*
 
 The released ``course/grammar.py`` draws train, valid and test from public seeds,
 so anyone with the release can draw them again. The held-out split is drawn
-from ``autograder/heldout/seed``: 128 random bits made here the first time, never
+from ``seed`` in the folder given: 128 random bits made there the first time, never
 part of the release. Keep the seed and the files it makes out of any copy that
 students can read; to draw a new held-out set, delete the seed and run this again.
+The grader reads the split from :data:`HELDOUT` (``autograder/reference/ch10_capstone.py``).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import secrets
 from pathlib import Path
 
-from course import grammar, paths
+from course import paths
+from course.corpus_files import split_sizes, write_split
+from course.files import read_text
+from course.grammar import Grammar, sample_split
 
-HELDOUT = paths.ROOT / "autograder" / "heldout"
+HELDOUT = paths.ROOT / "autograder" / "heldout"     # where the grader reads the held-out split
+NAME = "course_hidden"                               # its files: course_hidden.txt, .logprob, .stats.json
 
 
-def seed(folder: Path = HELDOUT) -> str:
+def seed(folder: Path) -> str:
     """The secret seed in ``folder``, made (randomly) when there is none."""
     path = Path(folder) / "seed"
     if not path.is_file():
@@ -27,18 +33,23 @@ def seed(folder: Path = HELDOUT) -> str:
     return path.read_text().strip()
 
 
-def write(folder: Path = HELDOUT) -> dict:
-    """course_hidden.txt, .logprob and .stats.json in ``folder``; the statistics."""
+def write(folder: Path) -> dict:
+    """course_hidden.txt, .logprob and .stats.json in ``folder``, as large as the test split;
+    the statistics."""
     folder = Path(folder)
-    derivations = grammar.sample_split(grammar.Grammar(), seed(folder), "hidden",
-                                       grammar.split_sizes()["hidden"])
-    train = {w for line in grammar.read_text(paths.COURSE_DATA / "train.txt").splitlines() for w in line.split()}
-    stats = grammar.write_split(folder, grammar.HIDDEN_NAME, derivations, train)
+    derivations = sample_split(Grammar(), seed(folder), "hidden", split_sizes()["test"])
+    train = {w for line in read_text(paths.COURSE_DATA / "train.txt").splitlines() for w in line.split()}
+    stats = write_split(folder, NAME, derivations, train)
     record = {"made_by": "make heldout (python -m autograder.make_heldout)", "split": stats}
-    (folder / f"{grammar.HIDDEN_NAME}.stats.json").write_text(json.dumps(record, indent=2) + "\n")
+    (folder / f"{NAME}.stats.json").write_text(json.dumps(record, indent=2) + "\n")
     return stats
 
 
 if __name__ == "__main__":
-    stats = write()
-    print(f"wrote {stats['sentences']} held-out sentences to {HELDOUT} (floor perplexity {stats['floor_perplexity']})")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True,
+                        help="the folder of the seed and the held-out files (the grader reads autograder/heldout)")
+    out = parser.parse_args().out
+    out.mkdir(parents=True, exist_ok=True)
+    stats = write(out)
+    print(f"wrote {stats['sentences']} held-out sentences to {out} (floor perplexity {stats['floor_perplexity']})")

@@ -1,7 +1,8 @@
-"""Small file utilities the course, the grader and the hub share (``course`` never imports
-``autograder`` or ``hub``; they may import this)."""
+"""Small file utilities: a file's sha256, a text file written whole, a text file read gzipped
+or not. The instructors' tools use them too; this package imports nothing of theirs."""
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 from pathlib import Path
@@ -23,3 +24,12 @@ def write_atomic(path, text: str) -> None:
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
+
+
+def read_text(path) -> str:
+    """The UTF-8 text of ``path``, or of ``path``.gz if only that exists."""
+    path = Path(path)
+    if not path.exists() and path.with_name(path.name + ".gz").exists():
+        path = path.with_name(path.name + ".gz")
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8")

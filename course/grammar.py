@@ -48,15 +48,14 @@ includes the end of sentence, as in the course's perplexity convention
 from __future__ import annotations
 
 import bisect
-import gzip
-import io
-import json
 import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from course.files import read_text
 
 # --------------------------------------------------------------------------
 # Lexicon. Lists are ordered from most to least frequent; `zipf_weights`
@@ -1054,16 +1053,11 @@ def tiny_grammar(max_depth: int = 0, frames=("be", "judge"), kinds=("hum_m", "hu
 
 
 # --------------------------------------------------------------------------
-# The shipped corpus: `python -m course data make-corpus` calls write_corpus()
+# Splits: random streams of sentences, and the floor of a split's files. The
+# shipped corpus's files are written by course/corpus_files.py.
 # --------------------------------------------------------------------------
 
-DEFAULT_SEED = 1
-TRAIN_TOKENS = 1_000_000      # words + one </s> per sentence
-HELDOUT_FRACTION = 0.05       # valid, test (and the autograder's held-out split): 5% of train each
-PAIRS_PER_BUCKET = 500        # agreement pairs per (task, distance bucket)
-MAX_PLAIN_BYTES = 2 * 1024 * 1024  # larger files are written gzipped
-SPLITS = ("train", "valid", "test")
-HIDDEN_NAME = "course_hidden"  # the autograder's held-out split (autograder/heldout/, from a secret seed)
+DEFAULT_SEED = 1              # the shipped corpus's seed
 
 
 def sample_split(grammar: Grammar, seed: int | str, stream: str, tokens: int,
@@ -1083,144 +1077,22 @@ def sample_split(grammar: Grammar, seed: int | str, stream: str, tokens: int,
     return out
 
 
-def split_sizes(train_tokens: int = TRAIN_TOKENS, heldout_fraction: float = HELDOUT_FRACTION) -> dict:
-    heldout = int(round(train_tokens * heldout_fraction))
-    return {"train": train_tokens, "valid": heldout, "test": heldout, "hidden": heldout}
-
-
-def corpus_text(derivations) -> tuple[str, str]:
-    """The sentence file and the log-probability file (one line per sentence)."""
-    text = "".join(" ".join(d.words) + "\n" for d in derivations)
-    logprobs = "".join(f"{d.logprob:.6f}\n" for d in derivations)
-    return text, logprobs
-
-
-def write_file(path: Path, text: str) -> Path:
-    """Write text, gzipped (deterministically: no name, no time) if over 2 MiB.
-
-    Returns the path written: `path` or `path` + ".gz"; the other one is removed.
-    """
-    path = Path(path)
-    data = text.encode("utf-8")
-    packed = path.with_name(path.name + ".gz")
-    if len(data) <= MAX_PLAIN_BYTES:
-        path.write_bytes(data)
-        packed.unlink(missing_ok=True)
-        return path
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as f:
-        f.write(data)
-    if buffer.tell() > MAX_PLAIN_BYTES:
-        raise ValueError(f"{packed.name} would be {buffer.tell()} bytes, over the 2 MiB limit "
-                         "of committed files: lower train_tokens")
-    packed.write_bytes(buffer.getvalue())
-    path.unlink(missing_ok=True)
-    return packed
-
-
-def read_text(path: Path) -> str:
-    """Text of `path`, or of `path`.gz if only that exists."""
-    path = Path(path)
-    if not path.exists() and path.with_name(path.name + ".gz").exists():
-        path = path.with_name(path.name + ".gz")
-    data = path.read_bytes()
-    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8")
-
-
-def split_statistics(derivations) -> dict:
-    """Counts, lengths and the floor: the per-token cross-entropy under the grammar."""
-    lengths = np.array([len(d.words) for d in derivations])
-    tokens = int(lengths.sum()) + len(lengths)
-    total = math.fsum(float(f"{d.logprob:.6f}") for d in derivations)  # as stored
-    entropy = -total / tokens
-    return {
-        "sentences": len(lengths), "words": int(lengths.sum()), "tokens": tokens,
-        "types": len({w for d in derivations for w in d.words}),
-        "mean_length": round(float(lengths.mean()), 3), "max_length": int(lengths.max()),
-        "length_p50_p90_p99": [int(np.percentile(lengths, q)) for q in (50, 90, 99)],
-        "sentences_50_plus": int((lengths >= 50).sum()),
-        "cross_entropy": round(entropy, 6), "floor_perplexity": round(math.exp(entropy), 4),
-    }
-
-
-def zipf_slope(derivations, top: int = 1000) -> float:
-    """Least-squares slope of log frequency against log rank (Zipf: about -1)."""
-    counts: dict[str, int] = {}
-    for d in derivations:
-        for w in d.words:
-            counts[w] = counts.get(w, 0) + 1
-    freq = np.array(sorted(counts.values(), reverse=True)[:top], dtype=float)
-    ranks = np.arange(1, len(freq) + 1)
-    return round(float(np.polyfit(np.log(ranks), np.log(freq), 1)[0]), 3)
-
-
-def write_split(directory: Path, name: str, derivations, train_words=None) -> dict:
-    """``name``.txt and ``name``.logprob in ``directory``; the split's statistics
-    (with the words unseen in ``train_words``, when given)."""
-    text, logprobs = corpus_text(derivations)
-    write_file(Path(directory) / f"{name}.txt", text)
-    write_file(Path(directory) / f"{name}.logprob", logprobs)
-    split_stats = split_statistics(derivations)
-    if train_words is not None:
-        split_stats["words_unseen_in_train"] = sum(1 for d in derivations for w in d.words if w not in train_words)
-    return split_stats
-
-
-def write_corpus(out_dir=None, seed: int = DEFAULT_SEED,
-                 train_tokens: int = TRAIN_TOKENS, heldout_fraction: float = HELDOUT_FRACTION,
-                 pairs_per_bucket: int = PAIRS_PER_BUCKET) -> dict:
-    """Generate the course corpus; with no arguments, the shipped files byte for byte.
-
-    Writes to out_dir (default data/course): {train,valid,test}.txt and
-    .logprob (one natural-log probability per sentence, </s> included;
-    gzipped as .txt.gz / .logprob.gz when over 2 MiB), agreement.tsv (the
-    minimal pairs) and stats.json. Returns the statistics. (The autograder's
-    held-out split comes from a seed only the instructors hold: `make heldout`.)
-    """
-    from course import paths
-    from course.agreement import sample_pairs, write_pairs, bucket_counts
-
-    out_dir = Path(out_dir) if out_dir is not None else paths.COURSE_DATA
-    out_dir.mkdir(parents=True, exist_ok=True)
-    grammar = Grammar()
-    sizes = split_sizes(train_tokens, heldout_fraction)
-    exact = grammar.entropy()
-    stats = {
-        "made_by": "python -m course data make-corpus",
-        "settings": {"seed": seed, "train_tokens": train_tokens, "heldout_fraction": heldout_fraction,
-                     "pairs_per_bucket": pairs_per_bucket},
-        "grammar": {"rules": sum(len(r) for r in grammar.rules.values()),
-                    "vocabulary": len(grammar.vocabulary),
-                    "expected_words": round(exact["expected_words"], 4),
-                    "token_entropy": round(exact["token_entropy"], 6),
-                    "floor_perplexity": round(exact["perplexity"], 4)},
-        "splits": {},
-    }
-    train_words = None
-    for split in SPLITS:
-        derivations = sample_split(grammar, seed, split, sizes[split])
-        split_stats = write_split(out_dir, split, derivations, train_words)
-        if split == "train":
-            train_words = {w for d in derivations for w in d.words}
-            stats["train_zipf_slope"] = zipf_slope(derivations)
-        stats["splits"][split] = split_stats
-    pairs = sample_pairs(grammar, seed, pairs_per_bucket)
-    write_pairs(pairs, out_dir / "agreement.tsv")
-    stats["agreement"] = bucket_counts(pairs)
-    (out_dir / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
-    return stats
-
-
 def floor_perplexity(split: str = "test", directory=None) -> float:
-    """exp(per-token cross-entropy) of a shipped split under the grammar.
+    """exp(per-token cross-entropy) of a split under the grammar: a shipped one (data/course/),
+    or the split ``split`` in ``directory``.
 
     Computed from the stored log-probabilities and the sentence file, with
     the course's token count (words + one </s> per sentence).
     """
     from course import paths
-    if split == "hidden":
-        directory, split = paths.ROOT / "autograder" / "heldout", HIDDEN_NAME
     directory = Path(directory) if directory is not None else paths.COURSE_DATA
     logprobs = [float(x) for x in read_text(directory / f"{split}.logprob").split()]
     tokens = sum(len(line.split()) + 1 for line in read_text(directory / f"{split}.txt").splitlines())
     return math.exp(-math.fsum(logprobs) / tokens)
+
+
+def write_corpus(*args, **kwargs) -> dict:
+    """Compatibility for course/__main__.py until the engine branch lands: the function is
+    course.corpus_files.write_corpus."""
+    from course.corpus_files import write_corpus
+    return write_corpus(*args, **kwargs)

@@ -11,10 +11,12 @@ import pytest
 
 from course import grammar as gm
 from course import paths
+from autograder.make_heldout import HELDOUT as HIDDEN, NAME
+from course.corpus_files import MAX_PLAIN_BYTES, write_corpus, write_file
+from course.files import read_text
 from course.grammar import Grammar, sample_split, tiny_grammar
 
 COURSE = paths.COURSE_DATA
-HIDDEN = paths.ROOT / "autograder" / "heldout"
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +25,7 @@ def g():
 
 
 def lines(path):
-    return gm.read_text(path).splitlines()
+    return read_text(path).splitlines()
 
 
 _TABLES = {}
@@ -52,7 +54,7 @@ def test_same_seed_same_corpus_other_seed_other_corpus(g):
 def test_write_corpus_is_byte_for_byte_deterministic(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     for out in (first, second):
-        gm.write_corpus(out / "course", seed=3, train_tokens=4000, pairs_per_bucket=2)
+        write_corpus(out / "course", seed=3, train_tokens=4000, pairs_per_bucket=2)
     names = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert [str(n) for n in names] == [
         "course/agreement.tsv", "course/stats.json", "course/test.logprob", "course/test.txt",
@@ -63,13 +65,13 @@ def test_write_corpus_is_byte_for_byte_deterministic(tmp_path):
 
 def test_large_files_are_gzipped_deterministically(tmp_path):
     text = "".join(f"line {i} of a long file\n" for i in range(120_000))  # > 2 MiB
-    a = gm.write_file(tmp_path / "a.txt", text)
-    b = gm.write_file(tmp_path / "b.txt", text)
+    a = write_file(tmp_path / "a.txt", text)
+    b = write_file(tmp_path / "b.txt", text)
     assert a.name == "a.txt.gz" and not (tmp_path / "a.txt").exists()
     assert a.read_bytes() == b.read_bytes()
     assert a.read_bytes()[4:8] == b"\0\0\0\0"  # mtime 0 in the gzip header
     assert gzip.decompress(a.read_bytes()).decode() == text
-    small = gm.write_file(tmp_path / "a.txt", "short\n")  # replaces the .gz
+    small = write_file(tmp_path / "a.txt", "short\n")  # replaces the .gz
     assert small.name == "a.txt" and not a.exists()
 
 
@@ -188,7 +190,7 @@ def test_morphology():
 
 def test_make_corpus_regenerates_every_shipped_file_byte_for_byte(tmp_path):
     """`python -m course data make-corpus` with its defaults, into a scratch folder."""
-    gm.write_corpus(out_dir=tmp_path / "course")
+    write_corpus(out_dir=tmp_path / "course")
     names = sorted(p.name for p in COURSE.iterdir() if p.is_file())
     assert names == sorted(p.name for p in (tmp_path / "course").iterdir())
     for name in names:
@@ -209,8 +211,8 @@ def test_the_released_sampler_cannot_draw_the_held_out_sentences():
     held_out = lines(HIDDEN / "course_hidden.txt")
     first, everything = held_out[:5], set(held_out)
     grammar = gm.Grammar()
-    streams = ["hidden", gm.HIDDEN_NAME, "heldout", "held_out", "capstone", "test", "valid", "train", ""]
-    for seed in [*range(0, 101), 2024, 2025, 2026, 20261125, "hidden", gm.HIDDEN_NAME, ""]:
+    streams = ["hidden", NAME, "heldout", "held_out", "capstone", "test", "valid", "train", ""]
+    for seed in [*range(0, 101), 2024, 2025, 2026, 20261125, "hidden", NAME, ""]:
         for stream in streams:
             drawn = [" ".join(d.words) for d in gm.sample_split(grammar, seed, stream, 10 ** 9, sentences=5)]
             assert drawn != first, (seed, stream)
@@ -243,7 +245,7 @@ def test_corpus_has_the_promised_shape():
     for split in ("valid", "test"):
         assert stats["splits"][split]["words_unseen_in_train"] == 0
     for path in list(COURSE.iterdir()) + list(HIDDEN.iterdir()):
-        assert path.stat().st_size <= gm.MAX_PLAIN_BYTES, path.name
+        assert path.stat().st_size <= MAX_PLAIN_BYTES, path.name
 
 
 def test_readme_reports_the_floor_perplexities():
