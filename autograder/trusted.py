@@ -290,7 +290,7 @@ def _limit(limits: Limits):
     return apply
 
 
-class Sandbox:
+class SandboxProcess:
     """One sandbox process and the frames it sends (see autograder/sandbox.py)."""
 
     def __init__(self, request: dict, inputs: dict, limits: Limits, artifacts=()):
@@ -386,7 +386,7 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
     for _ in range(len(probes) + len(cells) + 1):
         if not todo:
             break
-        box = Sandbox({"cells": cells, "probes": todo, "confine": confine, "disk_mb": limits.disk_mb},
+        box = SandboxProcess({"cells": cells, "probes": todo, "confine": confine, "disk_mb": limits.disk_mb},
                       {p["check"]: inputs[p["check"]] for p in todo}, limits, artifacts)
         phase, name, until = "start", None, time.monotonic() + START_S
         ending = None
@@ -470,7 +470,7 @@ def _replay(programs: dict, inputs: dict, limits: Limits, errors: dict, deadline
     replay is the submission's work: it runs within the submission's time (its
     process's start aside), or REPLAY_GRACE_S when it starts after that time."""
     numbers = {}
-    box = Sandbox({"replay": [{"check": c, "program": p} for c, p in programs.items()],
+    box = SandboxProcess({"replay": [{"check": c, "program": p} for c, p in programs.items()],
                    "disk_mb": limits.disk_mb}, {c: inputs[c] for c in programs}, limits)
     until = time.monotonic() + START_S
     while True:
