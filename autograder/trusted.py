@@ -64,15 +64,12 @@ JUDGING = threading.Lock()     # DyNet has one computation graph per process: on
 @dataclass
 class Limits:
     cell_s: int = 30           # one answer cell
-    check_s: int = 30          # one check's probe (a capstone's: see CHECK_S)
+    check_s: int = 30          # one check's probe, unless the check declares its own (Check.seconds)
     wall_s: int = 300          # everything one submission may take
     cpu_s: int = 120           # CPU seconds of one sandbox process
     memory_mb: int = 4096      # address space of the sandbox process
     file_mb: int = 64          # largest file it may write
     disk_mb: int = 256         # everything it may write (a tmpfs; the copied model files count)
-
-
-CHECK_S = {"ch10.": 120}       # checks that evaluate a whole model get longer
 
 
 @dataclass
@@ -370,7 +367,8 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
     check or ``cell:<grade_id>``, notes, whether anything was stopped). Traced
     programs are replayed on ``replay_inputs`` (default: the inputs they were traced on).
 
-    Each cell and each probe has its own time limit. When one runs past it (or
+    Each cell and each probe has its own time limit (``limits``; a probe's ``seconds``,
+    from its check, when given). When one runs past it (or
     crashes, or exhausts memory), the sandbox is stopped and started again for
     the checks still to do: without the cell (its functions are then missing), or
     without the probe (its check fails with the reason)."""
@@ -412,7 +410,7 @@ def run_sandbox(cells: list, probes: list, inputs: dict, limits: Limits, confine
                     errors[f"cell:{name}"] = _message(frame.get("error"))
                 phase, name, until = "between", None, time.monotonic() + limits.cell_s
             elif event == "probe" and phase == "between" and any(p["check"] == check for p in todo):
-                seconds = next((s for prefix, s in CHECK_S.items() if check.startswith(prefix)), limits.check_s)
+                seconds = next(p for p in todo if p["check"] == check).get("seconds") or limits.check_s
                 phase, name, until = "probe", check, time.monotonic() + seconds
             elif event in ("result", "probe failed") and phase == "probe" and check == name:
                 item = next(p for p in todo if p["check"] == check)
@@ -526,8 +524,8 @@ def grade_notebook(nb, chapter: str, spec: Spec, artifacts: list = (), limits: L
         checks = all_checks()
         names = sorted({name for _, _, cs in spec.tests for name in cs})
         inputs = {name: checks[name].make_inputs() for name in names}
-    probes = [{"check": name, "probe": checks[name].probe, "functions": list(checks[name].functions)}
-              for name in names]
+    probes = [{"check": name, "probe": checks[name].probe, "functions": list(checks[name].functions),
+               "seconds": checks[name].seconds} for name in names]
     cells, duplicates = answer_sources(nb, spec.answers)
     result.digest = digest_of(cells, artifacts, spec)
     for gid in sorted(set(duplicates)):

@@ -75,8 +75,12 @@ def test_an_endless_loop_costs_its_cell_its_time_limit_only():
     assert problems and any("time limit" in n for n in notes)
 
 
-def test_an_endless_loop_in_a_probe_costs_that_check_only(correct):
-    """The first check's probe loops; the second check, on the same function, is still graded."""
+@pytest.mark.parametrize("declared", [False, True], ids=["grader's limit", "check's own limit"])
+def test_an_endless_loop_in_a_probe_costs_that_check_only(correct, declared):
+    """The first check's probe loops; the second check, on the same function, is still graded.
+    The probe's limit is the grader's (Limits.check_s), or the one its check declares
+    (Check.seconds): with a grader's limit past the whole submission's, only the check's
+    own limit leaves time for the second check."""
     inputs = {name: c.make_inputs() for name, c in CHECKS.items()}
     first, second = sorted(CHECKS)
     marker = float(inputs[first]["params"]["W_xr"][0, 0])          # only the first check's inputs loop
@@ -84,8 +88,10 @@ def test_an_endless_loop_in_a_probe_costs_that_check_only(correct):
         f"    while abs(float(p['W_xr'].npvalue()[0, 0]) - {marker!r}) < 1e-6:\n        pass\n" \
         "    return _real(p, x, state)\n"
     probes = [{"check": name, "probe": c.probe, "functions": list(c.functions)} for name, c in CHECKS.items()]
-    numbers, errors, notes, _ = trusted.run_sandbox([("gru_step", looping)], probes, inputs,
-                                                    trusted.Limits(check_s=4, wall_s=90))
+    limits = trusted.Limits(check_s=4, wall_s=90)
+    if declared:
+        probes[0]["seconds"], limits = 4, trusted.Limits(check_s=120, wall_s=60)
+    numbers, errors, notes, _ = trusted.run_sandbox([("gru_step", looping)], probes, inputs, limits)
     assert "time limit" in errors[first] and second in numbers, (errors, notes)
 
 

@@ -134,5 +134,6 @@ VISIBLE = {"ch10.capstone": "capstone_pass_tests", "ch10.capstone_good": "capsto
 CHECKS = [Check(name, (), tier_inputs(factor), "autograder.probes.ch10_capstone:read_checkpoint",
                 tier_judge(factor), about=f"your saved model's perplexity on held-out sentences of the course "
                                           f"grammar (never released), at most {factor} x their floor",
-                lecture=("10_capstone", "4. What matters, in order"), visible=VISIBLE[name])
+                lecture=("10_capstone", "4. What matters, in order"), visible=VISIBLE[name],
+                seconds=120)                # it evaluates a whole model on the held-out text
           for name, factor in TIERS.items()]

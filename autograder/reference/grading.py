@@ -51,6 +51,7 @@ class Check:
     about: str = ""                    # what the grader's inputs are like (never their values)
     lecture: tuple = ()                # (lecture notebook stem, heading or equation), to reread
     visible: str = ""                  # grade_id of the visible test cell of the same kind
+    seconds: int | None = None         # the probe's time limit, when it needs more than Limits.check_s
 
 
 def chapter_checks(chapter: str) -> dict:
