@@ -397,14 +397,6 @@ CELLS = {
     "lstm-gates": LSTM_MINUS_GATES,
 }
 
-#: Every graded step function name (the release rule checks none is defined in course/).
-GRADED_STEP_NAMES = (
-    "rnn_step", "lstm_no_forget_step", "lstm_step", "gru_step",
-    "lstm_minus_srnn_step", "lstm_minus_srnn_out_step", "lstm_minus_srnn_hidden_step",
-    "lstm_minus_gates_step", "ran_step", "ran_identity_step", "ran_tanh_step",
-)
-
-
 def make_cell(name, forget_bias=None):
     """The cell called ``name`` (a key of :data:`CELLS`), optionally with another forget bias."""
     if name not in CELLS:

@@ -77,6 +77,13 @@ def all_checks() -> dict:
     return found
 
 
+def graded_functions(steps_only: bool = False) -> set:
+    """The names of the functions the checks call (what students write), from the checks
+    themselves; ``steps_only``: those of the checks that trace a recurrent step."""
+    return {name for c in all_checks().values() if not steps_only or c.probe in probes.TRACED
+            for name in c.functions}
+
+
 def run_check(c: Check, functions: dict) -> list:
     """Inputs, probe, the trip out of the sandbox, and judge, all in this process:
     the list of problems (empty when the functions pass)."""
