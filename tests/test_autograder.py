@@ -8,7 +8,6 @@ no datagram leaves it; nbgrader's own export shows the trusted scores; feedback
 pages reveal no hidden test.
 """
 import csv
-import hashlib
 import json
 import os
 import shutil
@@ -22,6 +21,7 @@ import pytest
 from autograder import grade, intake, trusted
 from autograder.reference.grading import all_checks
 from autograder.samples import make_samples
+from course.files import sha256_of
 from tests.conftest import ROOT, make_deep, remove_deep
 
 pytestmark = pytest.mark.xdist_group("sample-class")   # one worker grades the class once
@@ -52,13 +52,13 @@ def expected_score(student: str) -> float:
     return round(total, 6)
 
 
-def fingerprint() -> dict:
+def grader_file_hashes() -> dict:
     found = {}
     for top in GUARDED:
         for path in sorted((ROOT / top).rglob("*")):
             if path.is_file() and not path.is_symlink() and "work" not in path.relative_to(ROOT).parts \
                     and "__pycache__" not in path.parts:
-                found[str(path.relative_to(ROOT))] = hashlib.sha256(path.read_bytes()).hexdigest()
+                found[str(path.relative_to(ROOT))] = sha256_of(path)
     return found
 
 
@@ -92,7 +92,7 @@ def graded(tmp_path_factory):
         (submissions / student / "05_gru_model").mkdir()
         for i in range(count):
             (submissions / student / "05_gru_model" / f"{i}.txt").touch()
-    before = fingerprint()
+    before = grader_file_hashes()
     course, boxes = tmp / "course", tmp / "sandboxes"
     boxes.mkdir()
     saved, tempfile.tempdir = tempfile.tempdir, str(boxes)      # this run's sandboxes live here
@@ -102,7 +102,7 @@ def graded(tmp_path_factory):
         tempfile.tempdir = saved
         remove_deep(deep)
     return {"course": course, "records": {r["student"]: r for r in records}, "before": before,
-            "after": fingerprint(), "leftovers": sandbox_processes(boxes)}
+            "after": grader_file_hashes(), "leftovers": sandbox_processes(boxes)}
 
 
 def test_sample_submissions_are_generated_from_the_exercises(tmp_path, monkeypatch):

@@ -14,15 +14,12 @@ import pytest
 from course import corpora, paths
 from course.corpora import (PTB, CorpusError, Download, KnownCorpus, SplitFile, corpus_files,
                             fetch, main_fetch, read_corpus, read_ptb, read_wikitext)
+from course.files import sha256_of
 
 SHARED_PTB = paths.ROOT.parent / "shared" / "data" / "ptb"
 needs_ptb = pytest.mark.skipif(
     not (SHARED_PTB / "train.txt").is_file(),
     reason=f"no PTB copy at {SHARED_PTB} (the development machines have one)")
-
-
-def sha256(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def snapshot(folder):
@@ -47,7 +44,7 @@ def test_fetch_from_the_shared_ptb_verifies_and_places_the_files(tmp_path):
     assert sorted(p.name for p in dest.iterdir()) == ["manifest.json", "test.txt", "train.txt",
                                                       "valid.txt"]
     for split in corpora.SPLITS:
-        assert sha256(dest / f"{split}.txt") == PTB.splits[split].sha256
+        assert sha256_of(dest / f"{split}.txt") == PTB.splits[split].sha256
     assert [p.name for p in (tmp_path / "external").iterdir()] == ["ptb"]   # no temp left
     valid = read_ptb(dest / "valid.txt")
     assert len(valid) == 3370 and sum(map(len, valid)) == 70390
@@ -72,7 +69,7 @@ def test_a_corrupted_copy_is_rejected_and_the_destination_left_untouched(tmp_pat
     message = str(err.value)
     assert "valid.txt" in message
     assert PTB.splits["valid"].sha256 in message
-    assert sha256(source / "valid.txt") in message
+    assert sha256_of(source / "valid.txt") in message
     assert "train.txt" not in message.replace(str(dest), "")  # the good files are not blamed
     assert snapshot(dest) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "ptb"]
@@ -110,7 +107,7 @@ def test_fetch_from_an_archive_of_the_original_distribution(tmp_path, kind):
             t.add(decoy, "./simple-examples/data/ptb.char.train.txt")
     dest = fetch("ptb", archive, tmp_path / "out")
     for split in corpora.SPLITS:
-        assert sha256(dest / f"{split}.txt") == PTB.splits[split].sha256
+        assert sha256_of(dest / f"{split}.txt") == PTB.splits[split].sha256
 
 
 @needs_ptb
@@ -136,7 +133,7 @@ def tiny_corpus(tmp_path, downloads=(), sha=True):
     for split, text in TINY.items():
         (folder / f"tiny.{split}.txt").write_text(text)
         splits[split] = SplitFile(f"tiny.{split}.txt",
-                                  sha256(folder / f"tiny.{split}.txt") if sha else None,
+                                  sha256_of(folder / f"tiny.{split}.txt") if sha else None,
                                   text.count("\n"), len(text.split()))
     return KnownCorpus("tiny", "tiny test corpus", splits, tuple(downloads)), folder
 
@@ -304,7 +301,7 @@ def test_a_changed_wikitext_file_is_refused_by_its_sha256(tmp_path):
         fetch("wikitext-2", source, dest)
     message = str(err.value)
     assert "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8" in message      # valid's
-    assert sha256(source / "wiki.valid.tokens") in message
+    assert sha256_of(source / "wiki.valid.tokens") in message
     assert snapshot(dest) == before                      # the good copy and its manifest untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["changed", "wikitext-2"]
 
