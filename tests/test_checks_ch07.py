@@ -126,3 +126,21 @@ def test_checks_judge_the_numbers_as_the_sandbox_returns_them():
     assert set(numbers) == {"lateral"} and lateral.judge(numbers, inputs) == []
     wrong = _unflatten(flatten(probes.stacked_step({"stacked_step": variant(lateral_writes_state=False)}, inputs)))
     assert lateral.judge(wrong, inputs)
+
+
+def horizontal(fn):
+    return run_check(all_checks()["ch07.residual_horizontal"], {"horizontal_step": fn})
+
+
+def test_the_horizontal_residual_passes_and_its_slips_are_named():
+    assert horizontal(ch07.reference_horizontal_step) == []
+    for hint, slip in ch07.HORIZONTAL_SLIPS:
+        assert horizontal(slip) == [hint]
+
+
+def test_a_horizontal_residual_outside_dynet_fails_on_gradients():
+    def detached(step, p, x, state):
+        h, c = ch07.reference_horizontal_step(step, p, x, state)
+        return dy.inputTensor(h.npvalue().reshape(ch07.D, -1), batched=True), c
+    found = horizontal(detached)
+    assert len(found) == 1 and "gradients differ" in found[0], found

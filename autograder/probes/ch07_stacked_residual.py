@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder import probes
+
 MODES = (None, "vertical", "lateral")
 
 
@@ -94,3 +96,10 @@ def stacked_step(functions: dict, inputs: dict) -> dict:
     """The student's stack in the residual modes ``inputs["modes"]`` (default: all):
     ``{"none": ..., "vertical": ..., "lateral": ...}``."""
     return {mode_name(m): run_stack(functions["stacked_step"], inputs, m) for m in inputs.get("modes", MODES)}
+
+
+def horizontal_step(functions: dict, inputs: dict) -> dict:
+    """The student's ``horizontal_step(step, p, x, state)`` wrapped around the fused LSTM
+    layer, run over the inputs' steps: every state at every step and every gradient."""
+    fn = functions["horizontal_step"]
+    return probes.run_step(lambda p, x, state: fn(fused_lstm_step, p, x, state), inputs)

@@ -1,4 +1,4 @@
-"""Checks of chapter 07 (stacked and residual RNNs): ``stacked_step``.
+"""Checks of chapter 07 (stacked and residual RNNs): ``stacked_step`` and ``horizontal_step``.
 
 ``stacked_step(steps, params, x, states, residual=None)`` runs one time step of
 a stack of recurrent layers, each a step function of :mod:`course.cell`, and
@@ -23,12 +23,21 @@ d = 4, a batch of 3) from a non-zero state over 4 steps and compare with
 * ``ch07.stacked_gradients``: every parameter's gradient in every mode where the
   values are right (relative 1e-4); where they are not, only that gradients flow.
 
-The probe is :mod:`autograder.probes.ch07_stacked_residual`.
+``horizontal_step(step, p, x, state)`` runs one layer's step with a horizontal
+residual (Odyssey section 5, the variant the paper reports failed): the fast state
+of the previous time step is added to the layer's new h, which goes forward as h;
+the slow state is left as the step returned it. One check, ``ch07.residual_horizontal``,
+wraps it around the fused LSTM layer (d = 4, a batch of 3, 4 steps, a non-zero (h, c))
+and compares every state (1e-5) and every gradient (relative 1e-4) with
+:func:`reference_horizontal_step`; a known slip is named.
+
+The probes are :mod:`autograder.probes.ch07_stacked_residual`.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from autograder import probes as step_probes
 from autograder.probes import ch07_stacked_residual as probes
 from autograder.reference.grading import Check
 from autograder.reference.steps import DYNET_GRADIENTS
@@ -178,6 +187,47 @@ def mode_inputs(*modes):
     return lambda: {**make_inputs(), "modes": list(modes)}
 
 
+def reference_horizontal_step(step, p, x, state):
+    """One step of a layer with a horizontal residual (Odyssey section 5): h_t = RNN(x_t, s_{t-1})[0] + h_{t-1}."""
+    new = step(p, x, state)
+    return (new[0] + state[0],) + tuple(new[1:])
+
+
+def horizontal_adds_input(step, p, x, state):
+    new = step(p, x, state)
+    return (new[0] + x,) + tuple(new[1:])
+
+
+def horizontal_into_c(step, p, x, state):
+    h, c = step(p, x, state)
+    return (h, c + state[0])
+
+
+HORIZONTAL_SLIPS = [
+    ("a horizontal residual adds the fast state of the previous time step, h_{t-1} = state[0], not the "
+     "layer's input x_t (that is the lateral residual)", horizontal_adds_input),
+    ("h_{t-1} is added to the slow state c; it belongs to the fast state h (new_state[0]), and c stays "
+     "as the step returned it", horizontal_into_c),
+]
+
+
+def horizontal_inputs() -> dict:
+    return step_probes.make_inputs(probes.layer_shapes("fused_lstm", D), 2, D, D, batch=BATCH, steps=STEPS,
+                                   seed=SEED + 1)
+
+
+def judge_horizontal(numbers: dict, inputs: dict) -> list[str]:
+    def run(fn):
+        return step_probes.run_step(lambda p, x, state: fn(probes.fused_lstm_step, p, x, state), inputs)
+    want = run(reference_horizontal_step)
+    problems = step_probes.compare(numbers, want)
+    if problems and np.shape(numbers["states"]) == want["states"].shape:
+        for hint, slip in HORIZONTAL_SLIPS:
+            if not _differs(numbers["states"], run(slip)["states"]):
+                return [hint]
+    return problems
+
+
 ABOUT = ("a stack of 3 layers (an LSTM, a one-vector leaky cell, an LSTM), d = 4, batch 3, 4 steps, random "
          "non-zero weights, every layer's start state non-zero")
 PROBE = "autograder.probes.ch07_stacked_residual:stacked_step"
@@ -192,4 +242,10 @@ CHECKS = [
     Check("ch07.stacked_gradients", ("stacked_step",), mode_inputs(*probes.MODES), PROBE, judge_gradients,
           ABOUT + "; every mode; the loss reads the top output at every step and the final states",
           DYNET_GRADIENTS, VISIBLE),
+    Check("ch07.residual_horizontal", ("horizontal_step",), horizontal_inputs,
+          "autograder.probes.ch07_stacked_residual:horizontal_step", judge_horizontal,
+          "one LSTM layer (DyNet's fused LSTM operations), d = 4, batch 3, 4 steps, random non-zero weights, "
+          "a non-zero start state (h, c); the loss is a random projection of h at every step",
+          ("07_stacked_residual", "Horizontal residuals"), "horizontal_step_tests"),
 ]
+
