@@ -291,6 +291,27 @@ def gru_step(p, x, state):
     wrong = _wrong(p, x, state[0])
     return (values + wrong - dy.nobackprop(wrong),)
 """
+STACKED = """
+def stacked_step(steps, params, x, states, residual=None):
+    new_states = []
+    for step, p, state in zip(steps, params, states):
+        state = step(p, x, state)
+        h = state[0]
+        if residual is not None:
+            h = h + x
+            if residual == "lateral":
+                state = (h,) + tuple(state[1:])
+        new_states.append(state)
+        x = h
+    return x, new_states
+"""
+HORIZONTAL = """
+def horizontal_step(step, p, x, state):
+    new_state = step(p, x, state)
+    return (new_state[0] + {added},) + tuple(new_state[1:])
+"""
+HORIZONTAL_RIGHT = HORIZONTAL.replace("{added}", "state[0]")
+HORIZONTAL_ADDS_INPUT = HORIZONTAL.replace("{added}", "x")        # the lateral residual's x_t, not h_{t-1}
 #: words a student's record (reason, notes, grade CSV) must never hold
 ABSENT = {"forged_frames": ["HYPERLINK", "not confined", "regrade by hand"],
           '=HYPERLINK("evil.example","x")': []}
@@ -373,6 +394,11 @@ STUDENTS = {
                       "changed what the grader relies on", None),
     "html_markdown": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None,
                       "html_markdown"),
+    "residuals_correct": ("07_stacked_residual", {"stacked_step": STACKED, "horizontal_step": HORIZONTAL_RIGHT},
+                          {"stacked_step": RIGHT, "horizontal_step": RIGHT}, {}, ["graded"], None, None),
+    "horizontal_adds_input": ("07_stacked_residual",
+                              {"stacked_step": STACKED, "horizontal_step": HORIZONTAL_ADDS_INPUT},
+                              {"stacked_step": RIGHT, "horizontal_step": WRONG}, {}, ["graded"], None, None),
     '=HYPERLINK("evil.example","x")': ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"],
                                        "student folder", None),
 }
