@@ -15,10 +15,24 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from common import RESULTS, ROOT, report, table
 
 TEMPERATURES = (0.7, 1.0, 1.3)
+#: the converged models sampled with --converged: runs of bench/converge.py (seed 1)
+CONVERGED = ("srnn", "lstm", "gru", "lstm-srnn", "ran-identity")
+
+
+def train_converged(name: str, folder: Path):
+    """Seed 1 of bench/converge.py's run NAME again, exactly as its main() trains it, but with
+    its record and checkpoints in FOLDER (bench/converge.py keeps only its best epoch's
+    parameters there, as NAME-s1/best.dy). Resumable per epoch like any converge run."""
+    import converge
+    from course import runtime
+    runtime.init(seed=1, mem=1536)
+    converge.run(name, 1, converge.load_splits(), records=folder, work=folder,
+                 log=lambda line: print(line, flush=True))
 
 
 def train(cell: str, args) -> dict:
@@ -41,7 +55,18 @@ def main():
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--long", type=int, default=6)
+    parser.add_argument("--converged", type=Path, metavar="DIR",
+                        help="sample the converged models of bench/converge.py whose records and checkpoints "
+                             "are in DIR (see --train) instead of training small ones")
+    parser.add_argument("--train", choices=CONVERGED, metavar="NAME",
+                        help=f"with --converged DIR: train seed 1 of NAME ({', '.join(CONVERGED)}) into DIR "
+                             "and stop; one run per process, as bench/converge.py's main runs them")
     args = parser.parse_args()
+    if args.train:
+        if not args.converged:
+            parser.error("--train NAME needs --converged DIR, the folder its record and checkpoints go to")
+        train_converged(args.train, args.converged)
+        return
     from course import runtime
     runtime.init(seed=1)
     from course import judge, lm
