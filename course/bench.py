@@ -8,7 +8,7 @@ shows the idea and the numbers, not the JSON:
 * :func:`load_weights` a converged LSTM or GRU's embeddings and recurrent weights in a
   DyNet builder, :func:`builder_parameters` a builder's parameters by name;
 * tables: :func:`table` (markdown), :func:`test_table`, :func:`ablation_table`, :func:`arrows_table`,
-  :func:`far_agreement_table`; :func:`section` of a bench/results page.
+  :func:`far_agreement_table`, :func:`samples_table`; :func:`section` of a bench/results page.
 """
 from __future__ import annotations
 
@@ -163,3 +163,19 @@ def section(name: str, heading: str) -> str:
     if marker not in page:
         raise ValueError(f"bench/results/{name}.md has no section {marker!r}: rerun the bench script that writes it")
     return page.split(marker)[1].split("\n## ")[0]
+
+
+def samples_table(records: list) -> str:
+    """bench/results/samples.json (bench/samples.py: sentences written by converged models) as a
+    table: for each model and temperature, its best epoch, test perplexity, the share of its
+    sentences the grammar derives and the agreement kept at long subject-verb distances, with
+    95% intervals."""
+    lines = [f"{'model':24} {'epoch':>7} {'test ppl':>8} {'temp':>5} {'derivable':>9}   "
+             "long-distance agreement kept (95% interval)"]
+    for r in records:
+        a = r["agreement"]["long"]
+        shown = (f"{a['kept']:4} of {a['kept'] + a['lost']:4} = {a['share']:.0%} "
+                 f"[{a['interval'][0]:.0%}, {a['interval'][1]:.0%}]" if a["kept"] + a["lost"] else "none found")
+        lines.append(f"{r['label']:24} {r['best_epoch']:>2} of {r['epochs']:<2} {r['test_ppl']:8.2f} "
+                     f"{r['temperature']:5.1f} {r['derivable_share']:9.0%}   {shown}")
+    return "\n".join(lines)

@@ -81,3 +81,13 @@ def test_a_missing_section_is_refused():
     assert "## " not in bench.section("converge", "The papers' claims on this corpus")
     with pytest.raises(ValueError, match="has no section '## Nothing'"):
         bench.section("converge", "Nothing")
+
+
+def test_the_samples_table_shows_each_converged_model_and_temperature():
+    records = bench.read("samples")
+    lines = bench.samples_table(records).splitlines()
+    assert len(lines) == 1 + len(records) and all(r["converged"] for r in records)
+    first, a = records[0], records[0]["agreement"]["long"]
+    assert lines[1].startswith(first["label"]) and f"{first['test_ppl']:8.2f}" in lines[1]
+    assert f"{a['kept']:4} of {a['kept'] + a['lost']:4} = {a['share']:.0%}" in lines[1]
+    assert f"{first['derivable_share']:9.0%}" in lines[1]
