@@ -11,6 +11,8 @@ from course.paths import ROOT
 
 RESULTS = ROOT / "bench" / "results"
 
+from course.bench import table  # noqa: E402  (the markdown table the lectures print too)
+
 
 def machine() -> str:
     from course import runtime
@@ -34,11 +36,6 @@ def median_time(fn, repeats: int = 3) -> float:
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
-
-def table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def report(name: str, title: str, body: str, command: str, results: Path = RESULTS):

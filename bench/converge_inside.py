@@ -30,6 +30,7 @@ from common import ROOT
 from converge import DEPTH, MODELS, NGRAMS, RECORDS, WORK, load_splits, make_cell
 
 from course import runtime
+from course.bench import BUILDER_PARAMETERS
 
 WEIGHTS = ("lstm", "lstm-fb0", "gru")
 #: the cells whose memory is a weighted sum ([WS] eq 8): their reference steps record i and f
@@ -44,8 +45,7 @@ BUILDER_LAYOUT = {
                                 "W_h": np.vstack([p["W_h" + g] for g in "ifou"]),
                                 # the builder adds its forget bias of 1 inside the forget gate itself
                                 "b": np.concatenate([p["b_i"], p["b_f"] - 1.0, p["b_o"], p["b_u"]])}),
-    "gru": ("gru", lambda p: {k: p[k] for k in ("W_xz", "W_hz", "b_z", "W_xr", "W_hr", "b_r",
-                                                 "W_xh", "W_hh", "b_h")}),
+    "gru": ("gru", lambda p: {k: p[k] for k in BUILDER_PARAMETERS["gru"]}),
 }
 
 

@@ -18,7 +18,7 @@ import converge_ensemble  # noqa: E402
 import converge_inside  # noqa: E402
 import converge_tables  # noqa: E402
 
-from course import lm  # noqa: E402
+from course import bench, lm  # noqa: E402
 from course.agreement import agreement_accuracy, load_pairs  # noqa: E402
 from course.data import Vocab  # noqa: E402
 
@@ -169,19 +169,6 @@ def test_tables_state_goals_claims_and_which_runs_are_complete(tmp_path):
     assert json.loads((tmp_path / "out" / "converge.json").read_text())["models"]["srnn"]["seeds_complete"] == [1]
 
 
-def load_exported(path, vocab):
-    """A builder language model with the exported embeddings and recurrent weights (as a lecture does)."""
-    weights = np.load(path)
-    kind = str(weights["builder"])
-    model = lm.RNNLM(vocab, kind, weights["M"].shape[1], weights["b" if kind == "lstm" else "b_z"].shape[0]
-                     // (4 if kind == "lstm" else 1))
-    model.embeddings.init_from_array(weights["M"].astype(np.float32))
-    names = {"lstm": ("W_x", "W_h", "b"), "gru": ("W_xz", "W_hz", "b_z", "W_xr", "W_hr", "b_r", "W_xh", "W_hh", "b_h")}
-    for parameter, name in zip(model.layers[0].builder.get_parameters()[0], names[kind]):
-        parameter.set_value(weights[name].astype(np.float32))
-    return model
-
-
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_exported_weights_run_as_dynets_builder(tiny, tmp_path, monkeypatch, cell):
     monkeypatch.setitem(converge.MODELS, "tiny", ("tiny", cell, {**TINY, "forget_bias": 0.0} if cell == "lstm" else TINY))
@@ -191,7 +178,7 @@ def test_exported_weights_run_as_dynets_builder(tiny, tmp_path, monkeypatch, cel
     vocab = Vocab.build(tiny["train"])
     hand = lm.RNNLM(vocab, converge.make_cell(cell, 0.0 if cell == "lstm" else None), 8, 8)
     hand.pc.populate(str(tmp_path / "tiny-s1" / "best.dy"))
-    builder = load_exported(path, vocab)
+    builder = bench.load_weights(vocab, "tiny", folder=path.parent)      # as the lectures load them
     ids = [[vocab.index(w)] for w in tiny["valid"][0]]
     dy = converge.runtime.dynet()
     dy.renew_cg()
