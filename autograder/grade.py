@@ -14,14 +14,15 @@ whose configuration is ``autograder/nbgrader_config.py``:
 
 1. intake (:mod:`autograder.intake`): each submission is copied into
    ``submitted/<student>/<chapter>/`` as regular files, or refused with a reason;
-2. the trusted grader scores them, several at once: ``--workers`` threads here, or the workers
-   of a Dask cluster (``--scheduler tcp://HOST:PORT``), which get each submission's bytes and
-   return its result, with no file system shared; this process alone stores each result in
-   ``trusted/<student>/<chapter>.json``;
-3. ``nbgrader autograde <chapter>`` records those scores in the gradebook (the
-   course's preprocessor replaces nbgrader's in-kernel execution), so formgrader,
-   ``nbgrader export`` and ``nbgrader generate_feedback`` show them;
-4. ``feedback`` runs ``nbgrader generate_feedback`` (pages in ``feedback/``,
+2. ``nbgrader autograde <chapter> --student <student>`` for each accepted submission, several at
+   once in a pool (``--workers`` here; with ``--scheduler tcp://HOST:PORT``, as many as the Dask
+   cluster's workers have threads). In it the course's preprocessor (``GradeInSandbox``, in place of
+   nbgrader's in-kernel execution) calls the trusted grader, on this machine or on a worker of the
+   cluster, which gets the submission's bytes and returns its result, with no file system shared;
+   nbgrader records the scores in the gradebook, so formgrader, ``nbgrader export`` and
+   ``nbgrader generate_feedback`` show them. That is the only way a score is made: one
+   student's run cannot stop, stall or change another's;
+3. ``feedback`` runs ``nbgrader generate_feedback`` (pages in ``feedback/``,
    which ``nbgrader release_feedback`` hands out), ``grades`` prints the table
    and writes a CSV with a status column.
 """
@@ -29,28 +30,28 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import shutil
 import subprocess
 import sys
-import contextlib
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 
 from autograder import feedback, intake, late_policy, trusted
-from autograder.worker import grade_files, submission_files
-from autograder.nbgrader_plugin import load_result, save_result, status_of
+from autograder.nbgrader_plugin import load_result, results_dir, save_result, status_of
 from course.paths import ROOT
 
 WORK = ROOT / "autograder" / "work"
 COURSE = WORK / "course"
 
 
-def nbgrader(*args, course: Path, check: bool = True) -> subprocess.CompletedProcess:
+def nbgrader(*args, course: Path, check: bool = True, timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run an nbgrader command in the course directory, with this environment's tools."""
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
     run = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), *args], cwd=course, env=env,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, timeout=timeout)
     if check and run.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed in {course}:\n{(run.stdout + run.stderr)[-3000:]}")
     return run
@@ -77,28 +78,53 @@ def prepare_course(course: Path, chapters: list):
         late_policy.set_due_dates(gb, chapters)
 
 
-def _refused(course: Path, item, reason: str) -> dict:
-    solution = ROOT / "solutions" / f"{item.chapter}.ipynb"
+def _failed(chapter: str, reason: str) -> dict:
+    """The record of a submission that was not graded: the reason, no points."""
+    solution = ROOT / "solutions" / f"{chapter}.ipynb"
     max_score = sum(p for _, p, _ in trusted.spec_of(solution).tests) if solution.is_file() else 0.0
-    result = trusted.Result(notebook=item.chapter, failure=reason, max_score=max_score).to_json()
+    return trusted.Result(notebook=chapter, failure=reason, max_score=max_score).to_json()
+
+
+def _refused(course: Path, item, reason: str) -> dict:
+    result = _failed(item.chapter, reason)
     if intake.STUDENT_ID.fullmatch(item.student) and item.chapter != "?":
         shutil.rmtree(course / "submitted" / item.student / item.chapter, ignore_errors=True)
         save_result(course, item.student, item.chapter, result)
     return {"student": item.student, **result, "status": "failed", "reason": reason}
 
 
-@contextlib.contextmanager
-def executor(workers: int = 2, scheduler: str | None = None):
-    """Where submissions are graded: a pool of threads here (each starts its own sandbox), or a
-    Dask cluster's workers through its concurrent.futures executor (a task whose worker dies is
-    run again on another)."""
+def pool_size(workers: int = 2, scheduler: str | None = None) -> int:
+    """How many submissions are graded at once: ``workers`` on this machine, or as many as the
+    Dask cluster's workers have threads (asked once: a scheduler that cannot be reached stops the
+    run here, before anyone is graded)."""
     if not scheduler:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            yield pool
-        return
+        return max(1, workers)
     from distributed import Client
     with Client(scheduler, timeout="30s") as client:
-        yield client.get_executor(pure=False)
+        return max(1, sum(client.nthreads().values()))
+
+
+def autograde_one(course: Path, student: str, chapter: str, limits: trusted.Limits | None = None,
+                  scheduler: str | None = None):
+    """``nbgrader autograde CHAPTER --student STUDENT``: its GradeInSandbox grades the submission
+    and nbgrader records the score. A run that fails, or outlives three times the submission's
+    time, is that student's failure, with the reason in the grade table; never the class's."""
+    limits = limits or trusted.Limits()
+    (results_dir(course) / student / f"{chapter}.json").unlink(missing_ok=True)     # no stale result
+    options = [f"--GradeInSandbox.limits={json.dumps(asdict(limits))}"]
+    if scheduler:
+        options.append(f"--GradeInSandbox.scheduler={scheduler}")
+    seconds = 3 * (limits.wall_s + trusted.START_S)
+    try:
+        run = nbgrader("autograde", chapter, "--student", student, "--force", *options, course=course,
+                       check=False, timeout=seconds)
+        failure = None if run.returncode == 0 else f"nbgrader autograde stopped (exit code {run.returncode})"
+    except subprocess.TimeoutExpired:
+        failure = f"nbgrader autograde did not finish within {seconds} s"
+    if failure is None and load_result(course, student, chapter) is None:
+        failure = "nbgrader autograde did not grade it"
+    if failure:
+        save_result(course, student, chapter, _failed(chapter, failure + ": grade it again, or by hand"))
 
 
 def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits: trusted.Limits | None = None,
@@ -128,21 +154,11 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
                 reason = f"the submission cannot be copied ({err.strerror or err})"
         records.append(_refused(course, item, reason))
 
-    key = trusted.fresh_key() if scheduler else None    # the local pool reads the key file itself
-    with executor(workers, scheduler) as pool:
-        futures = {pool.submit(grade_files, item.chapter,
-                               submission_files(course / "submitted" / item.student / item.chapter), limits, key): item
-                   for item in accepted}
-        for future in as_completed(futures):        # one writer of the results: this process
-            item = futures[future]
-            try:
-                result = future.result()
-            except Exception as err:                # the machine failed, not the submission: graded
-                result = trusted.Result(               # again, here, when nbgrader's step finds no result
-                    notebook=item.chapter, failure=f"not graded ({type(err).__name__}: {str(err)[:200]})").to_json()
-            save_result(course, item.student, item.chapter, result)
-    for chapter in sorted({item.chapter for item in accepted}):   # stored results: no grading twice
-        nbgrader("autograde", chapter, "--force", course=course, check=False)
+    with ThreadPoolExecutor(max_workers=pool_size(workers, scheduler)) as pool:     # waits for all
+        runs = [pool.submit(autograde_one, course, item.student, item.chapter, limits, scheduler)
+                for item in accepted]
+    for run in runs:            # a submission's failure is recorded; this raises an error of the machine
+        run.result()
     wanted = {(i.student, i.chapter) for i in accepted}
     return records + [r for r in load_records(course) if (r["student"], r["notebook"]) in wanted]
 
@@ -157,7 +173,7 @@ def load_records(course: Path = COURSE) -> list:
         for path in sorted((course / "trusted").glob("*/*.json")):
             student, notebook = path.parent.name, path.stem
             result = load_result(course, student, notebook)
-            score, manual = result.get("score", 0.0), False
+            score, manual = 0.0, False          # the score is the gradebook's; a failure has none
             if not result.get("failure"):
                 try:
                     nb = gb.find_submission_notebook(notebook, notebook, student)
@@ -214,7 +230,8 @@ def main(argv=None) -> int:
     p.add_argument("submissions")
     p.add_argument("--workers", type=int, default=2, help="submissions graded at once on this machine")
     p.add_argument("--scheduler", default=None,
-                   help="grade on a Dask cluster instead, e.g. tcp://10.0.0.5:8786 (docs/teaching.md)")
+                   help="grade on a Dask cluster instead, as many at once as its workers have threads, "
+                        "e.g. tcp://10.0.0.5:8786 (docs/teaching.md)")
     p.add_argument("--students", default="", help="comma-separated student folders to grade (default: all)")
     for name in ("autograde", "feedback", "grades"):
         p = sub.choices.get(name) or sub.add_parser(name, help={"feedback": "write the feedback pages",

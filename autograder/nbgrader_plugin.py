@@ -1,12 +1,14 @@
 """The course's grader inside nbgrader's own workflow (see nbgrader_config.py).
 
 * :class:`GradeInSandbox` takes the place of nbgrader's ``Execute`` in
-  ``nbgrader autograde``: no kernel runs the submission. It grades the notebook
-  with the trusted grader (student code only in the confined sandbox) and writes
-  each test cell's output: the check messages, then the cell's trusted points as
-  the cell's result, which nbgrader's ``SaveAutoGrades`` stores in the gradebook
-  as partial credit. Formgrader, ``nbgrader export`` and the feedback all show
-  that score, and written answers are graded by hand in formgrader as usual.
+  ``nbgrader autograde``: no kernel runs the submission. It is the one caller of
+  the trusted grader: it grades the submitted folder (student code only in the
+  confined sandbox; here, or on a worker of a Dask cluster when ``scheduler`` is
+  set) and writes each test cell's output: the check messages, then the cell's
+  trusted points as the cell's result, which nbgrader's ``SaveAutoGrades`` stores
+  in the gradebook as partial credit. Formgrader, ``nbgrader export`` and the
+  feedback all show that score, and written answers are graded by hand in
+  formgrader as usual.
 * :class:`KnownCells` gives every cell the nbgrader marks the instructors' notebook
   has for its grade_id: an unknown grade_id's marks are removed (the cell is kept,
   ungraded, and the notes say so), a known one's grade, answer and points restored,
@@ -24,9 +26,9 @@
   is removed with ``nh3`` before the notebook reaches ``autograded/``.
 
 The trusted result of each submission is kept in ``<course>/trusted/<student>/
-<notebook>.json`` (written by the grader process only, atomically). A result is
-reused when it was made from the same answer cells, model files, test cells and
-grader code (its digest); otherwise the notebook is graded here.
+<notebook>.json`` (written by ``GradeInSandbox``, atomically) for the feedback page
+and the grade table's notes: a cache of what the grader said, never read back as a
+score (the score is the gradebook's) and never reused for grading.
 """
 from __future__ import annotations
 
@@ -43,8 +45,10 @@ from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+from traitlets import Dict, Unicode
 
 from autograder import feedback, trusted
+from autograder.worker import grade_files, submission_files
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
 
@@ -67,18 +71,16 @@ def load_result(course: Path, student: str, notebook: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def trusted_result(course: Path, student: str, notebook: str, nb, folder: Path) -> dict:
-    """The trusted result for this notebook: the stored one if it is for exactly
-    this submission, else graded now (and stored)."""
-    spec = trusted.spec_of(nb)
-    artifacts = trusted.artifacts_of(folder / f"{notebook}.ipynb", notebook)
-    cells, _ = trusted.answer_sources(nb, spec.answers)
-    stored = load_result(course, student, notebook)
-    if stored and stored.get("digest") == trusted.digest_of(cells, artifacts, spec):
-        return stored
-    result = trusted.grade_notebook(nb, notebook, spec, artifacts).to_json()
-    save_result(course, student, notebook, result)
-    return result
+def grade_submission(chapter: str, folder: Path, limits: trusted.Limits, scheduler: str = "") -> dict:
+    """The trusted result of a submitted folder, graded from its files (``worker.grade_files``):
+    here, or on a worker of the Dask cluster at ``scheduler``, which is handed the files' bytes and
+    the instructor's fresh-point key (a task whose worker dies is run again on another)."""
+    files = submission_files(folder)
+    if not scheduler:
+        return grade_files(chapter, files, limits)
+    from distributed import Client
+    with Client(scheduler, timeout="30s") as client:
+        return client.submit(grade_files, chapter, files, limits, trusted.fresh_key(), pure=False).result()
 
 
 class MarkDuplicates(NbGraderPreprocessor):
@@ -185,13 +187,21 @@ class SanitizeHtml(NbGraderPreprocessor):
 
 
 class GradeInSandbox(NbGraderPreprocessor):
-    """In place of nbgrader's Execute: the trusted grader's points as each test cell's result."""
+    """In place of nbgrader's Execute: the trusted grader's points as each test cell's result.
+    It grades the file the student submitted (``submitted/<student>/<assignment>/``, as intake
+    or the exchange's collect left it), not nbgrader's sanitised copy, and stores the result
+    for the feedback page."""
+
+    scheduler = Unicode("", help="a Dask scheduler (tcp://HOST:PORT) whose workers grade; "
+                                 "empty: grade on this machine").tag(config=True)
+    limits = Dict(help="the trusted grader's limits (fields of trusted.Limits); empty: its defaults").tag(config=True)
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        course = Path(CourseDirectory(config=self.config).root)
-        folder = Path(resources.get("metadata", {}).get("path") or ".")
-        result = trusted_result(course, info["student"], info["notebook"], nb, folder)
+        coursedir = CourseDirectory(config=self.config)
+        folder = Path(coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"]))
+        result = grade_submission(info["notebook"], folder, trusted.Limits(**self.limits), self.scheduler)
+        save_result(Path(coursedir.root), info["student"], info["notebook"], result)
         cells = {c["grade_id"]: c for c in result.get("cells", [])}
         for cell in nb.cells:
             meta = cell.metadata.get("nbgrader", {})

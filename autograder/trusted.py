@@ -192,8 +192,8 @@ _grader_code: str | None = None
 
 
 def grader_code() -> str:
-    """A digest of the grader's own code (checks, probes, sandbox): a stored result
-    made by other checks is not reused."""
+    """A digest of the grader's own code (checks, probes, sandbox): part of every
+    result's digest, so a result says which grader made it."""
     global _grader_code
     if _grader_code is None:
         h = hashlib.sha256()
@@ -206,7 +206,7 @@ def grader_code() -> str:
 
 def digest_of(cells: list, artifacts: list, spec: Spec) -> str:
     """What a grade depends on: the answer cells, the model files, the test cells'
-    checks and points, the grader's code. A stored result is reused only when all agree."""
+    checks and points, the grader's code (the fresh point is drawn from it)."""
     h = hashlib.sha256(json.dumps([cells, spec.tests, grader_code()]).encode())
     for folder in artifacts:
         for path in sorted(Path(folder).rglob("*")):
@@ -514,7 +514,7 @@ def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
 
 def grade_notebook(nb, chapter: str, spec: Spec, artifacts: list = (), limits: Limits | None = None,
                    confine: bool = True) -> Result:
-    """Grade a notebook already read (nbgrader's preprocessor calls this)."""
+    """Grade a notebook already read (:func:`grade` calls this)."""
     from course import runtime
     runtime.dynet()                  # started here, before reference code imports DyNet
     from autograder.reference.grading import all_checks

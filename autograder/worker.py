@@ -1,9 +1,10 @@
-"""What a grading machine runs: one submission graded from its bytes.
+"""One submission graded from its bytes: what the trusted grader's one caller runs.
 
-A worker of a Dask cluster (``make autograde SCHEDULER=...``) imports this module and the trusted
-grader only (not nbgrader, not the gradebook): it receives the submission's files as bytes, grades
-them in a temporary folder of its own machine and returns the trusted result, which the
-instructor's process alone stores.
+``GradeInSandbox`` (nbgrader_plugin.py, in ``nbgrader autograde``) runs :func:`grade_files` in its
+own process, or hands it to a worker of a Dask cluster (``make autograde SCHEDULER=...``), which
+imports this module and the trusted grader only (not nbgrader, not the gradebook): it receives the
+submission's files as bytes, grades them in a temporary folder of its own machine and returns the
+trusted result, which the nbgrader run that sent it records.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Seconds to grade: one notebook, one full submission (every chapter) and the
 sample class (every kind of attack), with 1 and 2 workers. Grading is the whole
-instructor's path: intake, the confined grader, nbgrader autograde into the
-gradebook.
+instructor's path: intake, then ``nbgrader autograde CH --student S`` per submission, N at once,
+each calling the confined grader and writing the gradebook.
 
     .venv/bin/python bench/grading_speed.py [--workers 1,2] [--what notebook,full,class] [--executors local,dask]
 
@@ -87,8 +87,9 @@ def main():
                 rows.append([label, "local pool" if where == "local" else "Dask cluster", workers, f"{seconds:.0f}", f"{statistics.median(per):.1f}" if per else "-",
                              f"{max(per):.0f}" if per else "-", points, ", ".join(statuses)])
                 print(rows[-1], flush=True)
-    body = ("Wall seconds for `grade.autograde` (intake, the confined grader with N workers, then "
-            "`nbgrader autograde` per chapter writing the gradebook); the course directory is prepared "
+    body = ("Wall seconds for `grade.autograde` (intake, then `nbgrader autograde CH --student S` per "
+            "submission, N at once, each grading with the confined grader, here or on the Dask cluster, and "
+            "writing the gradebook); the course directory is prepared "
             "beforehand and not timed. Per-notebook seconds are the trusted grader's own (median, max): "
             "a notebook that loops costs the limit of the cell or check that loops. The full submission is "
             "every solution notebook; its capstone comes without the saved model it must submit beside it, "

@@ -32,7 +32,8 @@ LIMITS = trusted.Limits(cell_s=20, check_s=30, wall_s=240)
 PLANTED = {"fifo_notebook": "a FIFO", "hard_link": "a hard link",
            "deep_model": "more than 16 folder levels deep",           # a model folder 1,100 levels deep
            "many_files": "more than 1000 files and folders",          # 20,000 empty files beside the notebook
-           "correct\n": "student folder's name"}                      # a second "correct", one newline longer
+           "correct\n": "student folder's name",                      # a second "correct", one newline longer
+           "a_schema_too_new": "nbgrader autograde stopped"}         # nbgrader refuses its cell metadata
 JUNK = 900        # files in junk_files' model folder: within the limits, graded, never shown to nbgrader
 GUARDED = ["autograder", "course", "solutions", "exercises", "lectures", "data"]
 
@@ -86,6 +87,12 @@ def graded(tmp_path_factory):
     for student in ("deep_model", "many_files", "junk_files", "correct\n"):
         (submissions / student).mkdir()
         shutil.copyfile(correct, submissions / student / "05_gru.ipynb")
+    # nbgrader itself stops on this notebook (a cell's metadata schema is newer than it knows); its
+    # name sorts first, so one `nbgrader autograde 05_gru` for the chapter would stop there too
+    nb = nbformat.read(correct, as_version=4)
+    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")).metadata.nbgrader.schema_version = 99
+    (submissions / "a_schema_too_new").mkdir()
+    nbformat.write(nb, submissions / "a_schema_too_new" / "05_gru.ipynb")
     deep = submissions / "deep_model" / "05_gru_model"
     make_deep(deep, 1100)
     for student, count in (("many_files", 20_000), ("junk_files", JUNK)):
