@@ -1,11 +1,7 @@
 """bench/samples.py: how a retrained converged run is compared with its committed record."""
 import json
-import sys
 
-from tests.conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "bench"))
-import samples  # noqa: E402  (bench/samples.py)
+import samples  # bench/samples.py (pytest puts bench/ on the path)
 
 
 def test_a_retrained_run_is_compared_epoch_by_epoch_with_the_committed_record(tmp_path):
