@@ -24,8 +24,7 @@ $(STAMP): pyproject.toml
 ## submission): release, autograde into nbgrader's gradebook, feedback, grade table
 DEMO_CLASS := correct,wrong_gate_order,probe_patched
 demo: $(STAMP)
-	$(PY) -m course train --cell lstm --corpus course --epochs 2 --batch-size 32 \
-	    --embed 64 --hidden 128 --out runs/demo --overwrite
+	$(PY) -m course train --epochs 2 --out runs/demo --overwrite    # defaults: course.settings.Settings
 	$(PY) -m autograder.grade release
 	$(PY) -m autograder.grade autograde autograder/samples/submissions --students $(DEMO_CLASS) \
 	    --workers $(WORKERS) --course runs/demo-course
