@@ -764,7 +764,8 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
             nll = model.train_step(batch, s.dropout, 1.0 / batch.size)
             if not math.isfinite(nll):
                 bar.close()
-                _diverged(model, nll, epoch, index, trainer)
+                keep_place()
+                _diverged(model, nll, epoch, index, trainer, state)
             trainer.update()
             carried = source.carry(batch)
             state.batch, state.nll = index + 1, state.nll + nll
@@ -776,7 +777,7 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
         seconds = time.perf_counter() - start
         row = {"epoch": epoch, "train_ppl": perplexity(state.nll, state.predictions),
                "lr": trainer.learning_rate, "tokens_per_s": state.predictions / seconds, "seconds": seconds,
-               "cpu_seconds": time.process_time() - cpu_start}
+               "cpu_seconds": time.process_time() - cpu_start, "tokens": state.predictions}
         best, improved, gained = state.best, False, None
         if valid_sentences is not None:
             row["valid_ppl"] = source.evaluate(model, valid_sentences, progress=f"epoch {epoch}: held-out"
@@ -802,13 +803,17 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
     return history
 
 
-def _diverged(model: RNNLM, nll: float, epoch: int, index: int, trainer):
+def _diverged(model: RNNLM, nll: float, epoch: int, index: int, trainer, state: TrainState):
+    """Raise :class:`TrainingDiverged`, its ``state`` where training stood before the batch."""
     if isinstance(model.cell, Cell) and epoch == 1 and index == 0:
-        raise TrainingDiverged(
+        err = TrainingDiverged(
             f"the loss of the very first batch is {nll}, before any update: the step function "
             f"{model.cell.name} returns nan or inf on its fresh parameters (not a learning-rate "
             "problem). Run it on a small batch and look for a division by zero, the log or "
             "square root of a negative number, or an exp that overflows.")
-    raise TrainingDiverged(f"the training loss became {nll} at batch {index + 1} of epoch "
-                           f"{epoch} (learning rate {trainer.learning_rate:g}): the model "
-                           "diverged; lower the learning rate or the gradient clipping threshold")
+    else:
+        err = TrainingDiverged(f"the training loss became {nll} at batch {index + 1} of epoch "
+                               f"{epoch} (learning rate {trainer.learning_rate:g}): the model "
+                               "diverged; lower the learning rate or the gradient clipping threshold")
+    err.state = state
+    raise err
