@@ -155,7 +155,8 @@ def settings(config=SMALL, epochs: int | None = None, max_batches: int | None = 
     """The configuration as course.lm.train takes it: a stream in ``batch`` rows, segments of
     ``steps``, SGD with the gradient norm clipped."""
     from course.settings import Settings
-    return Settings(embed=config["embed"], hidden=config["hidden"], layers=config["layers"], stream=True,
+    return Settings(embed=config["embed"], hidden=config["hidden"], layers=config["layers"],
+                    init_scale=config["init_scale"], stream=True,
                     bptt=config["steps"], batch_size=config["batch"], optimizer="sgd", lr=config["lr"],
                     clip=config["clip"], lr_decay=config["decay"], decay_after=config["decay_after"],
                     seed=config["seed"], epochs=epochs or config["epochs"], max_batches=max_batches)
@@ -171,12 +172,7 @@ def build_model(name: str, vocab, config=SMALL, cell=None, kind=None):
         key = MODELS[name][0]
         cell = key if key in lm.BUILDERS else make_cell(key.removeprefix("hand-"))
     model = (kind or lm.RNNLM)(vocab, cell, config["embed"], config["hidden"], config["layers"])
-    rng = np.random.default_rng(config["seed"])
-    scale = config["init_scale"]
-    for p in model.pc.parameters_list():
-        p.set_value(rng.uniform(-scale, scale, p.shape()))
-    for p in model.pc.lookup_parameters_list():
-        p.init_from_array(rng.uniform(-scale, scale, p.shape()))
+    model.init_uniform(config["init_scale"], config["seed"])
     return model
 
 

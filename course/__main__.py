@@ -367,8 +367,11 @@ def _new_model(settings: dict, cell, vocab):
     if not isinstance(cell, str):          # a step function from a file: the checkpoint names it
         path, _, function = settings["cell"].rpartition(":")
         extra = {"cell_file": path, "cell_function": function, "cell_sha256": corpora.sha256_of(path)}
-    return lm.RNNLM(vocab, cell, settings["embed"], settings["hidden"], settings["layers"],
-                    settings["residual"], extra=extra)
+    model = lm.RNNLM(vocab, cell, settings["embed"], settings["hidden"], settings["layers"],
+                     settings["residual"], extra=extra)
+    if settings.get("init_scale"):
+        model.init_uniform(settings["init_scale"], settings["seed"])
+    return model
 
 
 class _NoInterrupts:
@@ -600,6 +603,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", type=POSITIVE, default=d.layers, help="recurrent layers, stacked")
     p.add_argument("--residual", choices=["vertical", "lateral"], default=d.residual,
                    help="residual connections between layers (default: none)")
+    p.add_argument("--init-scale", type=_number(float, 0.0, low_open=True), default=d.init_scale,
+                   help="draw every parameter from U(-s, s) (Zaremba et al. use 0.1; default: DyNet's "
+                        "initialisers, Glorot and a forget bias of 1)")
     p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default=d.optimizer, help="the training rule")
     p.add_argument("--lr", type=_number(float, 0.0, low_open=True, example=", e.g. 0.002 for adam, 1 for sgd"),
                    default=d.lr, help="learning rate; default: " + ", ".join(

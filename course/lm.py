@@ -174,6 +174,16 @@ class RNNLM:
         self.W_hs = self.pc.add_parameters((len(vocab), hidden), name="Whs")
         self.b_s = self.pc.add_parameters((len(vocab),), init=dy.ConstInitializer(0.0), name="bs")
 
+    def init_uniform(self, scale: float, seed: int) -> None:
+        """Draw every parameter from U(-scale, scale) with NumPy's generator seeded with
+        ``seed`` (Zaremba et al. 2014: 0.1 for the small model), in place of DyNet's
+        initialisers; the forget-gate bias is then drawn like the rest."""
+        rng = np.random.default_rng(seed)
+        for p in self.pc.parameters_list():
+            p.set_value(rng.uniform(-scale, scale, p.shape()))
+        for p in self.pc.lookup_parameters_list():
+            p.init_from_array(rng.uniform(-scale, scale, p.shape()))
+
     def param_count(self) -> int:
         return sum(p.as_array().size for p in self.pc.parameters_list()) + \
             sum(p.as_array().size for p in self.pc.lookup_parameters_list())

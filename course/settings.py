@@ -22,6 +22,7 @@ class Settings:
     hidden: int = 128               # units of each recurrent layer
     layers: int = 1                 # recurrent layers, stacked
     residual: str | None = None     # None, "vertical" or "lateral"
+    init_scale: float | None = None  # every parameter from U(-s, s) (Zaremba: 0.1); None: DyNet's initialisers
     # the data
     corpus: str = "course"
     unit: str = "word"              # "word" or "char"

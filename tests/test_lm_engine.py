@@ -133,3 +133,15 @@ def test_a_stopped_stream_run_continues_exactly(tiny_corpus):
     assert [{k: r[k] for k in keys} for r in again] == [{k: r[k] for k in keys} for r in rows]
     for a, b in zip(whole.pc.parameters_list(), stopped.pc.parameters_list()):
         np.testing.assert_array_equal(a.as_array(), b.as_array())
+
+
+def test_init_scale_draws_every_parameter_uniformly_from_its_seed(tiny_corpus):
+    def drawn(seed):
+        model = lm.RNNLM(Vocab.build(tiny_corpus), "lstm", embed=6, hidden=5, layers=2)
+        model.init_uniform(0.1, seed)
+        return np.concatenate([p.as_array().ravel() for p in model.pc.parameters_list()]
+                              + [p.as_array().ravel() for p in model.pc.lookup_parameters_list()])
+    values = drawn(1)
+    assert values.size == lm.RNNLM(Vocab.build(tiny_corpus), "lstm", embed=6, hidden=5, layers=2).param_count()
+    assert np.abs(values).max() <= 0.1 and 0.04 < np.abs(values).mean() < 0.06
+    assert np.array_equal(values, drawn(1)) and not np.array_equal(values, drawn(2))
