@@ -247,14 +247,14 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
     if not _stopped(rows, settings):
         try:
             lm.train(model, training_sentences(splits, size.get("train_tokens")), splits["valid"],
-                     engine_settings(settings, seed), schedule=plateau(settings), progress=False, log=None, resume=state, on_save=save,
-                     on_epoch=record_epoch)
+                     engine_settings(settings, seed), schedule=plateau(settings), progress=False, log=None,
+                     resume=state, on_save=save, on_epoch=record_epoch)
         except lm.TrainingDiverged as err:         # recorded as a last epoch of infinite perplexity
             lr = rows[-1]["lr_next"] if rows else settings["lr"]
             rows.append({"epoch": len(rows) + 1, "lr": lr, "lr_next": lr * settings["lr_decay"],
                          "train_ppl": math.inf, "valid_ppl": math.inf, "improved": False, "diverged": str(err),
-                         "seconds": time.perf_counter() - clock["start"], "cpu_seconds": time.process_time() - clock["cpu"],
-                         "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")})
+                         "seconds": time.perf_counter() - clock["start"],
+                         "cpu_seconds": time.process_time() - clock["cpu"], "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")})
             _write_json(record_path, record)
             log(f"{key}: {err}")
     start, cpu = time.perf_counter(), time.process_time()

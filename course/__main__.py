@@ -244,7 +244,8 @@ def cmd_train(args, given: set) -> int:
             shown = ", ".join(f"--{k.replace('_', '-')} {ours[k]} (the run's: {saved.get(k)})" for k in changed)
             raise ValueError(f"--resume continues {out} with its own settings; {shown} differ: leave them "
                              "out, or start a new run with --out.")
-        settings = {**saved, "epochs": args.epochs if "epochs" in given else saved["epochs"]}
+        settings = {**Settings.from_dict(saved).to_dict(),       # a run older than a setting: its default
+                    "epochs": args.epochs if "epochs" in given else saved["epochs"]}
         if metrics.get("status") == "finished" and settings["epochs"] <= len(metrics["history"]):
             raise ValueError(f"{out} has finished its {len(metrics['history'])} epoch(s): to train it further, "
                              f"pass --epochs N with N > {len(metrics['history'])}.")

@@ -73,3 +73,21 @@ def test_a_large_vocabulary_streams_with_the_softmax_in_chunks(tmp_path, env):
     vocab = int(run.stdout.split("vocabulary ")[1].split(";")[0].replace(",", ""))
     assert 35 * 20 * vocab > lm.SOFTMAX_BUDGET
     same_run(stopped, whole)
+
+
+def test_a_run_older_than_a_setting_resumes_with_its_default(tmp_path, env):
+    """A metrics.json written before --stream, --bptt, ... existed continues as it was trained."""
+    import json
+    out = tmp_path / "old"
+    run = course(env, "train", "--max-sentences", "200", "--hidden", "8", "--embed", "8", "--no-progress",
+                 "--out", out)
+    assert run.returncode == 0, run.stderr
+    saved = metrics(out)
+    for name in ("stream", "bptt", "lr_decay", "init_scale", "max_batches"):
+        del saved["settings"][name]
+    (out / "metrics.json").write_text(json.dumps(saved))
+    again = course(env, "train", "--resume", out, "--epochs", "2", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    resumed = metrics(out)
+    assert len(resumed["history"]) == 2 and resumed["settings"]["stream"] is False
+    assert resumed["settings"]["lr_decay"] == 0.5
