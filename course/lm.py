@@ -711,7 +711,8 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
     """Train ``model``: the one training loop of the course, its command line and its benchmarks.
 
     ``settings`` (:class:`course.settings.Settings`; ``changes`` are its fields by name, e.g.
-    ``epochs=3, lr=0.01``) says how. Batches come from a source (:mod:`course.sources`):
+    ``epochs=3, lr=0.01``) says how. Batches come from a source (:mod:`course.sources`;
+    ``train_sentences`` may be one already):
     minibatches of sentences sorted by length and shuffled per epoch, or with
     ``stream=True`` one continuous stream read in segments of ``bptt`` steps, the state
     carried from each segment to the next. The loss of a batch is summed over time and

@@ -113,6 +113,13 @@ class Stream:
             raise DataError(f"rows of {self.data.shape[1]:,} tokens hold no segment of --bptt {bptt} steps: "
                             "give more text, or a smaller --bptt or --batch-size")
 
+    @classmethod
+    def of_rows(cls, data: np.ndarray, bptt: int) -> "Stream":
+        """A stream already cut into rows (``columns``' result), e.g. generated ids."""
+        stream = cls.__new__(cls)
+        stream.data, stream.bptt, stream.n_unknown = data, bptt, 0
+        return stream
+
     def __len__(self) -> int:
         return (self.data.shape[1] - 1) // self.bptt
 
@@ -131,9 +138,12 @@ class Stream:
 
 def of(settings, sentences=None, vocab: Vocab | None = None):
     """The source that ``settings`` (:class:`course.settings.Settings`) names, over
-    ``sentences``; without them, the class (whose ``evaluate`` scores held-out text)."""
+    ``sentences`` (or ``sentences`` itself where it is a source already); without them,
+    the class (whose ``evaluate`` scores held-out text)."""
     if sentences is None:
         return Stream if settings.stream else Sentences
+    if isinstance(sentences, (Sentences, Stream)):
+        return sentences
     if settings.stream:
         return Stream(sentences, vocab, settings.batch_size, settings.bptt)
     return Sentences(sentences, vocab, settings.batch_size)
