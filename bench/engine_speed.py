@@ -110,8 +110,8 @@ def measure(run: str, repeats: int, extra: list) -> dict:
 def summary(name: str, results: dict) -> list:
     old, new = (statistics.median(x["tokens_per_s"] for x in results[w]) for w in ("old", "new"))
     ppl = {w: results[w][0] for w in ("old", "new")}
-    same = all(all(x == ppl[w] for x in results[w]) for w in ("old", "new"))   # every repeat alike
     keys = [k for k in ("train_ppl", "valid_ppl") if k in ppl["old"]]
+    same = all(x[k] == ppl[w][k] for w in ("old", "new") for x in results[w] for k in keys)   # every repeat
     shown = "; ".join(f"{k.split('_')[0]} " + " / ".join(f"{a:.4f}" for a in ppl["old"][k]) for k in keys)
     differs = max(abs(a - b) / a for k in keys for a, b in zip(ppl["old"][k], ppl["new"][k]))
     return [name, shown, "identical" if differs == 0 else f"differs by {differs:.1e} (relative)",
