@@ -93,6 +93,7 @@ bench: $(STAMP)
 	$(PY) bench/grading_speed.py
 	$(PY) bench/capstone_budget.py --again
 	$(PY) bench/converge_tables.py
+	$(PY) bench/engine_speed.py --repeats 3
 	$(PY) bench/hub_load.py
 	$(PY) bench/platforms.py
 

@@ -77,14 +77,15 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     return {"train_ppl": [row["train_ppl"]], "tokens_per_s": row["tokens_per_s"]}
 
 
-def corpus() -> str:
-    """PTB where the course finds it, else the copy beside the repository."""
+def corpus() -> str | None:
+    """PTB where the course finds it, else the copy beside the repository, else None."""
     from course.corpora import CorpusError, corpus_files
     try:
         corpus_files("ptb")
         return "ptb"
     except CorpusError:
-        return str(ROOT.parent / "shared" / "data" / "ptb")
+        shared = ROOT.parent / "shared" / "data" / "ptb"
+        return str(shared) if (shared / "train.txt").is_file() else None
 
 
 def worker(args) -> None:
@@ -132,6 +133,9 @@ def main(argv=None):
     extra = ["--max-sentences", str(args.max_sentences), "--segments", str(args.segments)]
     rows = []
     for run in args.runs.split(","):
+        if run == "ptb" and corpus() is None:
+            print("no Penn Treebank copy: the ptb run is left out (python -m course data fetch ptb --from DIR)")
+            continue
         label = (f"converge: LSTM 128/256, Adam, 2 epochs, {args.max_sentences:,} sentences" if run == "converge"
                  else f"ptb: Zaremba's small LSTM, SGD, stream, first {args.segments} segments")
         rows.append(summary(label, measure(run, args.repeats, extra)))

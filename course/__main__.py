@@ -332,7 +332,8 @@ def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) ->
             resume=state, stop=lambda: interrupts.requested, on_save=on_save if out else None, resumable=True)
     stopped = saved.get("state")
     if interrupts.requested and stopped is not None and stopped.epoch <= settings["epochs"]:
-        n_batches = len(sources.of(Settings.from_dict(settings), splits["train"], model.vocab))
+        n_batches = min(len(sources.of(Settings.from_dict(settings), splits["train"], model.vocab)),
+                        settings["max_batches"] or math.inf)
         where = (f"after batch {stopped.batch:,} of {n_batches:,} in epoch {stopped.epoch}" if stopped.batch
                  else f"before epoch {stopped.epoch}")
         print(f"stopped {where}; saved in {out / 'resume'}. Continue with:\n"
