@@ -58,9 +58,10 @@ def converge_worker(which: str, max_sentences: int, folder: Path) -> dict:
 def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     """The first ``segments`` segments of Zaremba's first PTB epoch; the training perplexity
     over them and tokens/s."""
+    from course import runtime
+    runtime.init(seed=1, mem=1024)            # before course.lm, which starts DyNet
     import ptb
-    from course import lm, runtime
-    runtime.init(seed=1, mem=1024)
+    from course import lm
     vocab, splits = ptb.load_corpus(corpus())
     if which == "old":
         old = old_module("ptb", folder)
