@@ -753,10 +753,10 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
     history = state.history
     carried = None if state.carried is None else [[np.asarray(v) for v in layer] for layer in state.carried]
     for epoch in range(state.epoch, s.epochs + 1):
-        start = time.perf_counter() - state.seconds
-        cpu_start = time.process_time() - state.cpu_seconds
         bar = progress_bar(total=n_batches, initial=state.batch, desc=f"epoch {epoch}/{s.epochs}",
                            disable=not progress)
+        start = time.perf_counter() - state.seconds
+        cpu_start = time.process_time() - state.cpu_seconds
 
         def keep_place():
             state.seconds = time.perf_counter() - start
