@@ -85,7 +85,7 @@ def training_columns(ptb: Path | None, tokens_needed: int, batch: int = 20):
     import ptb as ptb_bench
     if ptb is not None:
         vocab, splits = ptb_bench.load_corpus(str(ptb))
-        ids = ptb_bench.stream(splits["train"], vocab)
+        ids = ptb_bench.stream_ids(splits["train"], vocab)
         what = f"Penn Treebank's training split ({len(ids):,} tokens, vocabulary {len(vocab):,}) from {ptb.name}/"
         size = len(vocab)
     else:
@@ -123,8 +123,8 @@ def dynet_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
     model = ptb_bench.build_model("lstm", vocab, config, cell=cell)
     stream = Stream.of_rows(data, config["steps"])
     for n in (1, segments):                                  # a warm-up segment, then the timed ones
-        done = lm.train(model, stream, None, ptb_bench.settings(config, 1, max_batches=n), progress=False,
-                        log=None)[0]
+        done = lm.train(model, stream, None, ptb_bench.settings({**ptb_bench.SMALL, **config}, 1, max_batches=n),
+                        progress=False, log=None)[0]
     count, seconds = done["tokens"], done["seconds"]
     device = next((line.strip() for line in runtime.banner.splitlines() if "Device name" in line), "")
     return {"tokens": count, "seconds": seconds, "about": runtime.describe() + (f" | {device}" if device else "")}
