@@ -51,6 +51,20 @@ def test_a_run_stops_evaluates_its_best_epoch_and_is_not_trained_twice(tiny, tmp
     assert again["final"] == saved["final"]
 
 
+def test_a_run_trains_through_the_engine_with_the_plateau_schedule(tiny, tmp_path, monkeypatch):
+    """converge has no loop of its own: course.lm.train with its settings and a Plateau schedule."""
+    calls = []
+    train = lm.train
+    monkeypatch.setattr(lm, "train", lambda *a, **k: calls.append((a[3], k["schedule"])) or train(*a, **k))
+    record = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
+    settings, schedule = calls[0]
+    assert len(calls) == 1 and (settings.embed, settings.batch_size, settings.epochs) == (8, 32, 3)
+    assert (schedule.min_gain, schedule.patience) == (0.001, 3)
+    rows = record["epochs"]
+    assert [r["lr"] for r in rows[1:]] == [r["lr_next"] for r in rows[:-1]]
+    assert all(r["train_seconds"] <= r["seconds"] for r in rows)
+
+
 def test_an_interrupted_run_continues_after_its_last_epoch(tiny, tmp_path):
     class Stop(Exception):
         pass
