@@ -19,6 +19,7 @@ It prints, and writes to bench/results/engine_speed.md, the perplexities of each
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import subprocess
@@ -36,9 +37,13 @@ def old_module(name: str, folder: Path):
     """bench/NAME.py as it was at OLD, imported from ``folder`` as NAME_old."""
     text = subprocess.run(["git", "show", f"{OLD}:bench/{name}.py"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout
-    (folder / f"{name}_old.py").write_text(text)
-    sys.path.insert(0, str(folder))
-    return __import__(f"{name}_old")
+    path = folder / f"{name}_old.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(f"{name}_old", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def converge_worker(which: str, max_sentences: int, folder: Path) -> dict:

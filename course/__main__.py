@@ -166,7 +166,7 @@ def _settings(args) -> dict:
 def _check_settings(s: dict) -> None:
     """Checks across options, before anything is read or trained."""
     from course import corpora, lm
-    corpora.fingerprint(s["corpus"])          # the corpus is there
+    corpora.corpus_sha256(s["corpus"])          # the corpus is there
     if s["residual"] and s["embed"] != s["hidden"]:
         raise ValueError(f"--residual adds a layer's input to its output, so --embed ({s['embed']}) "
                          f"must equal --hidden ({s['hidden']})")
@@ -264,10 +264,10 @@ def cmd_train(args, given: set) -> int:
 
 def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) -> int:
     from course import corpora, lm, runs, sources
-    from course.data import Vocab, fingerprint
+    from course.data import Vocab, tokens_sha256
     cell = lm.resolve_cell(settings["cell"])
     splits, full_train, notes = read_splits(settings)
-    data_sha = fingerprint(splits["train"])
+    data_sha = tokens_sha256(splits["train"])
     if args.resume:
         state, record = runs.resume_state(out)
         if record["data"]["train_sha256"] != data_sha:
@@ -307,7 +307,7 @@ def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) ->
     print("yardstick (perplexity to beat): " + "; ".join(
         f"{name} valid {ppl['valid']:.2f}, test {ppl['test']:.2f}" for name, ppl in yardstick.items()))
     info = {"data": {**{k: settings[k] for k in DATA}, "train_sha256": data_sha,
-                     "corpus_sha256": corpora.fingerprint(settings["corpus"])},
+                     "corpus_sha256": corpora.corpus_sha256(settings["corpus"])},
             "unknown": unknown}
     metrics["status"] = "training"
     saved = {}
@@ -418,7 +418,7 @@ def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
         "tokens_per_s": sum(r["tokens_per_s"] for r in history) / len(history),
         "train_seconds": sum(r["seconds"] for r in history), "params": model.param_count(),
         "runtime": runtime.describe(), "device": runtime.device()})
-    from course.data import write_atomic
+    from course.files import write_atomic
     write_atomic(out / "metrics.json", json.dumps(metrics, indent=1) + "\n")
     print(f"wrote {out / 'metrics.json'} and {out / 'checkpoint'}")
     return 0
@@ -458,7 +458,7 @@ def cmd_evaluate(args, given: set) -> int:
                          "RNNLM.save): name it with --corpus.")
     corpus = _corpus_name(args.corpus) if args.corpus else trained_on["corpus"]
     own = trained_on is not None and corpus == trained_on["corpus"]
-    if own and corpora.fingerprint(corpus) != trained_on["corpus_sha256"]:
+    if own and corpora.corpus_sha256(corpus) != trained_on["corpus_sha256"]:
         print(f"note: {corpus} has changed since the model was trained on it")
     limit = args.max_sentences or (trained_on.get("max_sentences") if own else None)
     if limit and not args.max_sentences:
@@ -533,7 +533,7 @@ def cmd_judge_samples(args, given: set) -> int:
 # --------------------------------------------------------------------------- data
 
 def cmd_make_corpus(args, given: set) -> int:
-    from course.grammar import write_corpus
+    from course.corpus_files import write_corpus
     write_corpus()
     return 0
 

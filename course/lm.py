@@ -34,8 +34,9 @@ import numpy as np
 from course import runtime, schedules, sources
 from course.cell import Cell
 from course.checkpoint import DAMAGED, RECORD, CheckpointError, read_json, read_record
-from course.data import Vocab, batch_orders, encode, make_batch, sha256_of, write_atomic
-from course.settings import DEFAULT_LR, DEFAULTS, OPTIMIZERS, Settings  # noqa: F401  (DEFAULT_LR: lm's name for it)
+from course.data import Vocab, batch_orders, encode, make_batch
+from course.files import sha256_of, write_atomic
+from course.settings import DEFAULTS, OPTIMIZERS, Settings
 
 dy = runtime.dynet()
 

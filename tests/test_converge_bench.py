@@ -5,22 +5,19 @@ so a whole run takes seconds.
 """
 import json
 import re
-import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-import converge  # noqa: E402  (bench/converge.py)
-import converge_ensemble  # noqa: E402
-import converge_inside  # noqa: E402
-import converge_tables  # noqa: E402
+import converge  # bench/converge.py (pytest puts bench/ on the path)
+import converge_ensemble
+import converge_inside
+import converge_tables
 
-from course import bench, lm  # noqa: E402
-from course.agreement import agreement_accuracy, load_pairs  # noqa: E402
-from course.data import Vocab  # noqa: E402
+from course import bench, lm
+from course.agreement import agreement_accuracy, load_pairs
+from course.data import Vocab
 
 TINY = {"embed": 8, "hidden": 8, "dropout": 0.0}
 

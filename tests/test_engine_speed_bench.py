@@ -1,10 +1,7 @@
 """bench/engine_speed.py: the old loops come from git, the table says whether the numbers agree."""
-import sys
 
-from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-import engine_speed  # noqa: E402  (bench/engine_speed.py)
+import engine_speed  # bench/engine_speed.py
 
 
 def test_the_old_loops_are_read_from_git(tmp_path):

@@ -8,18 +8,16 @@ tests never skip for want of data (only the check of PTB's own sizes does).
 import json
 import math
 import random
-import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, SHARED_PTB
+from tests.conftest import SHARED_PTB
 
-sys.path.insert(0, str(ROOT / "bench"))
-import ptb  # noqa: E402  (bench/ptb.py)
+import ptb  # bench/ptb.py
 
-from course import lm, runtime, sources  # noqa: E402
-from course.corpora import CorpusError, corpus_files  # noqa: E402
+from course import lm, runtime, sources
+from course.corpora import CorpusError, corpus_files
 
 dy = runtime.dynet()
 TINY = {**ptb.SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
