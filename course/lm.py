@@ -587,6 +587,9 @@ class Sample:
     finished: bool
 
 
+SAMPLE_GRAPH_STEPS = 10     # sample() starts a new graph after this many steps
+
+
 def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | None = None,
            prompt=None, seed: int = 1, max_length: int = 100) -> list[Sample]:
     """Draw ``n`` sentences from the model, token by token, all ``n`` in one batch.
@@ -649,9 +652,14 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
                 tokens[j].append(model.vocab.token(w))
         if all(f is not False for f in finished):
             break
+        if t % SAMPLE_GRAPH_STEPS == SAMPLE_GRAPH_STEPS - 1:
+            # a fresh graph from the state's numbers: the same values, and memory that does not
+            # grow with the sentence (2,000 sentences of 60 steps held 4.5 GB in one graph)
+            values = model.state_values(states)
+            dy.renew_cg()
+            states = [layer.start(n, v) for layer, v in zip(model.layers, values)]
+            W, b = model.W_hs.expr(), model.b_s.expr()
     return [Sample(tokens[j], float(logprob[j]), finished[j] is True) for j in range(n)]
-
-
 
 
 LOGGED = ("epoch", "train_ppl", "lr", "tokens_per_s", "seconds", "valid_ppl")   # an epoch's log line

@@ -69,6 +69,48 @@ def test_stream_columns_and_segments_follow_zarembas_reader(corpus):
     assert np.array_equal(y, stream.data[:, 16:21])
 
 
+HAND_LSTM = """# The PTB bench's hand-written LSTM (autograder.reference.cells "lstm"), as a --cell file.
+from autograder.reference.cells import make_cell
+
+_cell = make_cell("lstm")
+lstm_step = _cell.step
+
+
+def lstm_shapes(d_in, d_h):
+    return _cell.shapes(d_in, d_h)
+"""
+
+
+def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
+    """``python -m course train --stream`` with Zaremba's small settings gives the PTB bench's
+    training perplexity over the first 30 segments of its first epoch, to the last digit:
+    one engine (course.lm.train, course.sources.Stream) under both."""
+    import os
+    import subprocess
+    import sys
+    source = ptb_source()
+    if source is None:
+        pytest.skip(f"no Penn Treebank copy (data/external/ptb or {SHARED_PTB}): fetch it with "
+                    "`python -m course data fetch ptb --from DIR`")
+    segments, c = 30, ptb.SMALL
+    vocab, splits = ptb.load_corpus(source)
+    model = ptb.build_model("lstm", vocab, c)
+    bench_row = lm.train(model, splits["train"], None, ptb.settings(c, 1, max_batches=segments),
+                         schedule=ptb.schedule(c), progress=False, log=None)[0]
+    (tmp_path / "hand_lstm.py").write_text(HAND_LSTM)
+    args = ["--corpus", source, "--cell", "hand_lstm.py:lstm_step", "--stream", "--bptt", c["steps"],
+            "--batch-size", c["batch"], "--layers", c["layers"], "--embed", c["embed"], "--hidden", c["hidden"],
+            "--optimizer", "sgd", "--lr", c["lr"], "--clip", c["clip"], "--init-scale", c["init_scale"],
+            "--seed", c["seed"], "--epochs", 1, "--max-batches", segments, "--no-progress", "--out", "run"]
+    run = subprocess.run([sys.executable, "-m", "course", "train", *map(str, args)], cwd=tmp_path,
+                         env={**os.environ, "COURSE_CACHE": str(tmp_path / "cache")},
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr
+    cli_row = json.loads((tmp_path / "run" / "metrics.json").read_text())["history"][0]
+    assert cli_row["tokens"] == bench_row["tokens"] == segments * c["steps"] * c["batch"]
+    assert cli_row["train_ppl"] == bench_row["train_ppl"]
+
+
 def test_ptb_stream_has_zarembas_sizes():
     source = ptb_source()
     if source is None:
