@@ -24,8 +24,7 @@ $(STAMP): pyproject.toml
 ## submission): release, autograde into nbgrader's gradebook, feedback, grade table
 DEMO_CLASS := correct,wrong_gate_order,probe_patched
 demo: $(STAMP)
-	$(PY) -m course train --cell lstm --corpus course --epochs 2 --batch-size 32 \
-	    --embed 64 --hidden 128 --out runs/demo --overwrite
+	$(PY) -m course train --epochs 2 --out runs/demo --overwrite    # defaults: course.settings.Settings
 	$(PY) -m autograder.grade release
 	$(PY) -m autograder.grade autograde autograder/samples/submissions --students $(DEMO_CLASS) \
 	    --workers $(WORKERS) --course runs/demo-course
@@ -95,6 +94,7 @@ bench: $(STAMP)
 	$(PY) bench/grading_speed.py
 	$(PY) bench/capstone_budget.py --again
 	$(PY) bench/converge_tables.py
+	$(PY) bench/engine_speed.py --repeats 3
 	$(PY) bench/hub_load.py
 	$(PY) bench/platforms.py
 

@@ -7,8 +7,9 @@ that is reported: its valid and test perplexity (beside the grammar's floor) and
 its choice on each of the 5,000 agreement minimal pairs. The test split is read
 once, at the end, and decides nothing.
 
-A run is resumable per epoch: after every epoch the parameters go to
-``runs/converge/NAME-sSEED/`` (not committed) and the record, one row per epoch, to
+Every run trains through the course's one engine, ``course.lm.train``, with a
+``course.schedules.Plateau`` schedule. A run is resumable per epoch: after every epoch
+the parameters go to ``runs/converge/NAME-sSEED/`` (not committed) and the record, one row per epoch, to
 ``bench/results/converge/NAME-sSEED.json`` (committed). Adam's moment estimates are
 not saved by DyNet, so a run continued after an interruption starts them afresh;
 its row says ``"resumed": true``. Two processes may share the plan: each run is
@@ -131,25 +132,6 @@ def training_sentences(splits: dict, tokens: int | None) -> list:
     return sentences
 
 
-def train_epoch(model, trainer, batches, seed: int, epoch: int, dropout: float):
-    """One pass over the shuffled batches; returns (total nll, predictions)."""
-    from course.data import shuffled
-    dy = runtime.dynet()
-    total, count = 0.0, 0
-    for batch in shuffled(batches, seed, epoch):
-        dy.renew_cg()
-        losses, _ = model.batch_losses(batch, dropout)
-        loss = dy.sum_batches(losses)
-        value = loss.value()
-        if not math.isfinite(value):
-            return math.inf, max(count, 1)
-        total += value
-        count += batch.n_predictions
-        (loss * (1.0 / batch.size)).backward()
-        trainer.update()
-    return total, count
-
-
 def pair_outcomes(model, pairs) -> str:
     """One character per minimal pair: "1" the right sentence scores higher, "0" the
     wrong one does, "=" a tie (counted half, as course.agreement does)."""
@@ -177,14 +159,29 @@ def _claim(lock: Path) -> bool:
     return True
 
 
+def engine_settings(settings: dict, seed: int):
+    """The run's settings as course.lm.train takes them."""
+    from course.settings import Settings
+    size = {k: settings[k] for k in ("embed", "hidden", "layers", "residual") if k in settings}
+    return Settings(**size, optimizer=settings["optimizer"], lr=settings["lr"], batch_size=settings["batch"],
+                    clip=settings["clip"], dropout=settings["dropout"], lr_decay=settings["lr_decay"], seed=seed,
+                    epochs=settings["max_epochs"])
+
+
+def plateau(settings: dict):
+    """The schedule: halve the rate after an epoch that gains less than min_improvement on
+    valid, stop at the stop_at_bad_epoch-th such epoch."""
+    from course import schedules
+    return schedules.Plateau(settings["lr_decay"], settings["min_improvement"], settings["stop_at_bad_epoch"])
+
+
 def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sentences=None,
         log=print, after_epoch=None) -> dict | None:
-    """Train (or continue) one run to its stopping point, then evaluate its best epoch.
-    Returns the record, or None when another process holds the run."""
+    """Train (or continue) one run to its stopping point through course.lm.train, then evaluate
+    its best epoch. Returns the record, or None when another process holds the run."""
     from course import lm
     from course.agreement import load_pairs
-    from course.data import Vocab, encode, make_batches
-    dy = runtime.dynet()
+    from course.data import Vocab
     log = log or (lambda line: None)
     label, cell_name, size = MODELS[name]
     key = f"{name}-s{seed}"
@@ -211,50 +208,55 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
                      size.get("layers", 1), size.get("residual"))
     record.update(params=model.param_count(), machine=machine())
     latest, best_path = folder / "latest.dy", folder / "best.dy"
-    resumed = False
-    if record["epochs"]:
-        if latest.exists() and best_path.exists():
-            model.pc.populate(str(latest))
-            resumed = True
-            log(f"{key}: continuing after epoch {len(record['epochs'])}")
-        else:
-            log(f"{key}: no checkpoint in {folder}; training again from the start")
-            record["epochs"] = []
-    trainer = dy.AdamTrainer(model.pc, settings["lr"])
-    trainer.set_clip_threshold(settings["clip"])
     rows = record["epochs"]
+    if rows and not (latest.exists() and best_path.exists()):
+        log(f"{key}: no checkpoint in {folder}; training again from the start")
+        rows.clear()
     if rows:
-        trainer.learning_rate = rows[-1]["lr_next"]
-    batches = make_batches(encode(training_sentences(splits, size.get("train_tokens")), vocab)[0], vocab,
-                           settings["batch"])
+        model.pc.populate(str(latest))
+        log(f"{key}: continuing after epoch {len(rows)}")
+    # the engine's history is the record's rows: each epoch's row is rewritten by record_epoch below
+    state = lm.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else settings["lr"],
+                          min((r["valid_ppl"] for r in rows), default=math.inf), rows)
     Path(records).mkdir(parents=True, exist_ok=True)
-    while not _stopped(rows, settings):
-        epoch = len(rows) + 1
-        start, cpu = time.perf_counter(), time.process_time()
-        nll, count = train_epoch(model, trainer, batches, seed, epoch, size["dropout"])
-        train_seconds, train_cpu = time.perf_counter() - start, time.process_time() - cpu
-        valid = lm.evaluate(model, splits["valid"]) if math.isfinite(nll) else math.inf
-        best = min((r["valid_ppl"] for r in rows), default=math.inf)
-        improved = valid < best * (1 - settings["min_improvement"])
-        if valid < best:
+    clock = {"start": time.perf_counter(), "cpu": time.process_time(), "resumed": bool(rows)}
+
+    def save(state, improved):
+        if improved:
             model.pc.save(str(best_path))
-        if not improved:
-            trainer.learning_rate *= settings["lr_decay"]
-        row = {"epoch": epoch, "lr": rows[-1]["lr_next"] if rows else settings["lr"],
-               "lr_next": trainer.learning_rate, "train_ppl": lm.perplexity(nll, count) if math.isfinite(nll)
-               else math.inf, "valid_ppl": valid, "improved": improved, "tokens_per_s": count / train_seconds,
-               "train_seconds": train_seconds, "train_cpu_seconds": train_cpu,
-               "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
-               "resumed": resumed, "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}
-        resumed = False
         model.pc.save(str(latest.with_suffix(".tmp")))
         os.replace(latest.with_suffix(".tmp"), latest)
-        rows.append(row)
+
+    def record_epoch(row, state):
+        """The engine's row as the records have always held it, written after each epoch."""
+        lr = rows[-2]["lr_next"] if len(rows) > 1 else settings["lr"]     # as set, not as DyNet's float32 reads
+        rows[-1] = {"epoch": row["epoch"], "lr": lr, "lr_next": state.lr, "train_ppl": row["train_ppl"],
+                    "valid_ppl": row["valid_ppl"], "improved": row["improved"], "tokens_per_s": row["tokens_per_s"],
+                    "train_seconds": row["seconds"], "train_cpu_seconds": row["cpu_seconds"],
+                    "seconds": time.perf_counter() - clock["start"], "cpu_seconds": time.process_time() - clock["cpu"],
+                    "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}
         _write_json(record_path, record)
-        log(f"{key}: epoch {epoch}  lr {row['lr']:.3g}  train {row['train_ppl']:.2f}  valid {valid:.2f}"
-            f"{'' if improved else '  (no gain: lr halved)'}  {train_seconds / 60:.1f} min")
+        row = rows[-1]
+        log(f"{key}: epoch {row['epoch']}  lr {row['lr']:.3g}  train {row['train_ppl']:.2f}  valid "
+            f"{row['valid_ppl']:.2f}{'' if row['improved'] else '  (no gain: lr halved)'}  "
+            f"{row['train_seconds'] / 60:.1f} min")
+        clock.update(start=time.perf_counter(), cpu=time.process_time(), resumed=False)
         if after_epoch:
             after_epoch(row)
+
+    if not _stopped(rows, settings):
+        try:
+            lm.train(model, training_sentences(splits, size.get("train_tokens")), splits["valid"],
+                     engine_settings(settings, seed), schedule=plateau(settings), progress=False, log=None,
+                     resume=state, on_save=save, on_epoch=record_epoch)
+        except lm.TrainingDiverged as err:         # recorded as a last epoch of infinite perplexity
+            lr = rows[-1]["lr_next"] if rows else settings["lr"]
+            rows.append({"epoch": len(rows) + 1, "lr": lr, "lr_next": lr * settings["lr_decay"],
+                         "train_ppl": math.inf, "valid_ppl": math.inf, "improved": False, "diverged": str(err),
+                         "seconds": time.perf_counter() - clock["start"],
+                         "cpu_seconds": time.process_time() - clock["cpu"], "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")})
+            _write_json(record_path, record)
+            log(f"{key}: {err}")
     start, cpu = time.perf_counter(), time.process_time()
     best = min(rows, key=lambda r: r["valid_ppl"])
     record["final"] = {"best_epoch": best["epoch"], "stopped": _stopped(rows, settings),
@@ -296,8 +298,9 @@ def _stopped(rows, settings) -> str | None:
     """Why the run stops after these epochs, or None while it goes on."""
     if rows and not math.isfinite(rows[-1]["valid_ppl"]):
         return "diverged"
-    if sum(not r["improved"] for r in rows) >= settings["stop_at_bad_epoch"]:
-        return f"{settings['stop_at_bad_epoch']} epochs without a gain on valid"
+    reason = plateau(settings).stop(rows)
+    if reason:
+        return reason
     if len(rows) >= settings["max_epochs"]:
         return f"{settings['max_epochs']} epochs"
     return None

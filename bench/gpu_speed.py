@@ -84,7 +84,7 @@ def training_columns(ptb: Path | None, tokens_needed: int, batch: int = 20):
     import ptb as ptb_bench
     if ptb is not None:
         vocab, splits = ptb_bench.load_corpus(str(ptb))
-        ids = ptb_bench.stream(splits["train"], vocab)
+        ids = ptb_bench.stream_ids(splits["train"], vocab)
         what = f"Penn Treebank's training split ({len(ids):,} tokens, vocabulary {len(vocab):,}) from {ptb.name}/"
         size = len(vocab)
     else:
@@ -114,15 +114,16 @@ def dynet_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
         skip(str(err))
     import ptb as ptb_bench
     from course.data import Vocab
-    dy = runtime.dynet()
+    from course import lm
+    from course.sources import Stream
     vocab = Vocab(["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(vocab_size - 3)])
     cell = "lstm" if row.endswith("builder") else None      # None: the course's LSTM (hand-lstm)
     model = ptb_bench.build_model("lstm", vocab, config, cell=cell)
-    trainer = dy.SimpleSGDTrainer(model.pc, config["lr"])
-    trainer.set_clip_threshold(config["clip"])
-    ptb_bench.train_epoch(model, trainer, data, config["steps"], max_segments=1)      # warm-up
-    _, count, seconds, _ = ptb_bench.train_epoch(model, trainer, data, config["steps"],
-                                                 max_segments=segments)
+    stream = Stream.of_rows(data, config["steps"])
+    for n in (1, segments):                                  # a warm-up segment, then the timed ones
+        done = lm.train(model, stream, None, ptb_bench.settings({**ptb_bench.SMALL, **config}, 1, max_batches=n),
+                        progress=False, log=None)[0]
+    count, seconds = done["tokens"], done["seconds"]
     device = next((line.strip() for line in runtime.banner.splitlines() if "Device name" in line), "")
     return {"tokens": count, "seconds": seconds, "about": runtime.describe() + (f" | {device}" if device else "")}
 

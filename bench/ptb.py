@@ -54,9 +54,11 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from common import RESULTS, ROOT, machine, report, table
 
 from course import runtime
+from course.sources import columns, stream_ids, stream_perplexity
 
 RUNS = RESULTS / "ptb"
 WORK = ROOT / "runs" / "ptb"
@@ -134,170 +136,44 @@ def load_corpus(corpus="ptb", max_sentences=None):
     return vocab, splits
 
 
-def stream(sentences, vocab) -> list:
-    """One id stream: ``</s> w w w </s> w w </s> ...``. The leading ``</s>`` lets the
-    first word be predicted too, so every word and every ``</s>`` is scored once."""
-    ids = [vocab.eos]
-    for sentence in sentences:
-        ids.extend(vocab.index(t) for t in sentence)
-        ids.append(vocab.eos)
-    return ids
-
-
-def columns(ids, batch: int):
-    """The stream cut into ``batch`` rows read side by side (Zaremba's reader):
-    row b holds tokens [b*n, (b+1)*n); the last len(ids) % batch tokens are dropped."""
-    import numpy as np
-    n = len(ids) // batch
-    if n < 2:
-        raise ValueError(f"a stream of {len(ids)} tokens is too short for {batch} columns")
-    return np.asarray(ids[:n * batch], dtype=np.int64).reshape(batch, n)
-
-
-def segments(data, steps: int, complete_only: bool = True):
-    """(inputs, targets) pairs of shape (batch, <= steps): targets are the inputs shifted by
-    one. Training takes full segments only ((n - 1) // steps of them, as Zaremba's
-    epoch_size); evaluation also takes the last, shorter one so no word is left out."""
-    n = data.shape[1] - 1
-    last = n - n % steps if complete_only else n
-    for start in range(0, last, steps):
-        end = min(start + steps, n)
-        yield data[:, start:end], data[:, start + 1:end + 1]
+def schedule(config=SMALL):
+    """Zaremba's schedule: lr for the first ``decay_after`` epochs, then multiplied by
+    ``decay`` after every further epoch (course.schedules.FixedDecay)."""
+    from course import schedules
+    return schedules.FixedDecay(config["decay"], config["decay_after"])
 
 
 def learning_rate(epoch: int, config=SMALL) -> float:
-    """Zaremba's schedule: lr for the first ``decay_after`` epochs, then multiplied by
-    ``decay`` once per further epoch (epoch counted from 1)."""
-    return config["lr"] * config["decay"] ** max(epoch - config["decay_after"], 0)
+    """The rate of ``epoch`` (counted from 1) under :func:`schedule`."""
+    lr = config["lr"]
+    for finished in range(1, epoch):
+        lr = schedule(config).next_lr(lr, finished, None)
+    return lr
+
+
+def settings(config=SMALL, epochs: int | None = None, max_batches: int | None = None):
+    """The configuration as course.lm.train takes it: a stream in ``batch`` rows, segments of
+    ``steps``, SGD with the gradient norm clipped."""
+    from course.settings import Settings
+    return Settings(embed=config["embed"], hidden=config["hidden"], layers=config["layers"],
+                    init_scale=config["init_scale"], stream=True,
+                    bptt=config["steps"], batch_size=config["batch"], optimizer="sgd", lr=config["lr"],
+                    clip=config["clip"], lr_decay=config["decay"], decay_after=config["decay_after"],
+                    seed=config["seed"], epochs=epochs or config["epochs"], max_batches=max_batches)
 
 
 # --------------------------------------------------------------------------- model
-def build_model(name: str, vocab, config=SMALL, cell=None):
-    """The course's RNNLM with every parameter drawn from U(-init_scale, init_scale)."""
-    import numpy as np
+def build_model(name: str, vocab, config=SMALL, cell=None, kind=None):
+    """The course's RNNLM (or ``kind``, a subclass) with every parameter drawn from
+    U(-init_scale, init_scale)."""
     from course import lm
     if cell is None:
         from autograder.reference.cells import make_cell
         key = MODELS[name][0]
         cell = key if key in lm.BUILDERS else make_cell(key.removeprefix("hand-"))
-    model = lm.RNNLM(vocab, cell, config["embed"], config["hidden"], config["layers"])
-    rng = np.random.default_rng(config["seed"])
-    scale = config["init_scale"]
-    for p in model.pc.parameters_list():
-        p.set_value(rng.uniform(-scale, scale, p.shape()))
-    for p in model.pc.lookup_parameters_list():
-        p.init_from_array(rng.uniform(-scale, scale, p.shape()))
+    model = (kind or lm.RNNLM)(vocab, cell, config["embed"], config["hidden"], config["layers"])
+    model.init_uniform(config["init_scale"], config["seed"])
     return model
-
-
-def _is_builder(layer) -> bool:
-    return hasattr(layer, "builder")
-
-
-def start_states(model, batch: int, carried=None):
-    """Each layer's state at the start of a segment: zeros, or the values the
-    previous segment ended with (plain numbers: no gradient flows back into them)."""
-    dy = dynet()
-    states = []
-    for k, layer in enumerate(model.layers):
-        state = layer.start(batch)              # also puts the layer's parameters into this graph
-        if carried is not None:
-            values = [dy.inputTensor(v, batched=True) if batch > 1 else dy.inputTensor(v[:, 0])
-                      for v in carried[k]]
-            state = layer.builder.initial_state(values) if _is_builder(layer) else tuple(values)
-        states.append(state)
-    return states
-
-
-def state_values(model, states, batch: int):
-    """The numbers of each layer's state, shaped (d_h, batch), to carry to the next segment."""
-    return [[e.npvalue().reshape(-1, batch) for e in (state.s() if _is_builder(layer) else state)]
-            for layer, state in zip(model.layers, states)]
-
-
-def segment_loss(model, inputs, targets, carried=None, softmax="segment"):
-    """Summed negative log-likelihood of one (batch, T) segment and the final states.
-
-    softmax "segment": one softmax over all T*B columns (course.lm's way);
-    "step": one softmax per time step (only for the speed comparison).
-    """
-    dy = dynet()
-    batch, steps = inputs.shape
-    states = start_states(model, batch, carried)
-    outputs = []
-    for t in range(steps):
-        x = dy.lookup_batch(model.embeddings, inputs[:, t].tolist())
-        for k, layer in enumerate(model.layers):
-            states[k] = layer.step(states[k], x)
-            x = layer.output(states[k])
-        outputs.append(x)
-    W, b = model.W_hs.expr(True), model.b_s.expr(True)
-    if softmax == "segment":
-        scores = dy.affine_transform([b, W, dy.concatenate_to_batch(outputs)])
-        loss = dy.sum_batches(dy.pickneglogsoftmax_batch(scores, targets.T.reshape(-1).tolist()))
-    else:
-        loss = dy.esum([dy.sum_batches(dy.pickneglogsoftmax_batch(dy.affine_transform([b, W, h]),
-                                                                  targets[:, t].tolist()))
-                        for t, h in enumerate(outputs)])
-    return loss, states
-
-
-def perplexity(nll: float, count: int) -> float:
-    """exp(mean nll); a diverged run's loss overflows exp, and is reported as inf."""
-    return math.exp(nll / count) if nll / count < 700 else math.inf
-
-
-def train_epoch(model, trainer, data, steps: int, softmax="segment", max_segments=None, log=None):
-    """One pass over the columns; returns (total nll, predictions, wall seconds, CPU seconds).
-    A loss that is not a finite number ends the pass early, with a total nll of inf.
-
-    CPU seconds (this process's) are what the work cost; on a shared machine the
-    wall clock also counts the time other programs held the core.
-    """
-    dy = dynet()
-    batch = data.shape[0]
-    carried, total, count = None, 0.0, 0
-    start, cpu_start = time.perf_counter(), time.process_time()
-    last_log = start
-    n_segments = (data.shape[1] - 1) // steps
-    for k, (inputs, targets) in enumerate(segments(data, steps)):
-        if max_segments is not None and k >= max_segments:
-            break
-        dy.renew_cg()
-        loss, states = segment_loss(model, inputs, targets, carried, softmax)
-        value = loss.value()
-        total += value
-        count += inputs.size
-        if not math.isfinite(value):      # diverged: no update from a loss that is not a number
-            if log:
-                log(f"    the training loss became {value} at segment {k + 1}: the run diverged")
-            return math.inf, count, time.perf_counter() - start, time.process_time() - cpu_start
-        (loss * (1.0 / batch)).backward()
-        trainer.update()
-        carried = state_values(model, states, batch)
-        if log and time.perf_counter() - last_log > 300:
-            last_log = time.perf_counter()
-            log(f"    segment {k + 1}/{n_segments}  train ppl {perplexity(total, count):.1f}  "
-                f"{count / (last_log - start):.0f} tokens/s "
-                f"({count / (time.process_time() - cpu_start):.0f} per CPU second)")
-    return total, count, time.perf_counter() - start, time.process_time() - cpu_start
-
-
-def stream_perplexity(model, ids, steps: int = EVAL_STEPS, after_segment=None) -> float:
-    """Perplexity of a split read as one stream, the state carried from start to end.
-    ``after_segment(tokens_read, state_values)`` is called after every segment."""
-    dy = dynet()
-    data = columns(ids, 1)
-    carried, total, count = None, 0.0, 0
-    for inputs, targets in segments(data, steps, complete_only=False):
-        dy.renew_cg()
-        loss, states = segment_loss(model, inputs, targets, carried)
-        total += loss.value()
-        count += inputs.size
-        carried = state_values(model, states, 1)
-        if after_segment:
-            after_segment(count, carried)
-    return perplexity(total, count)
 
 
 # --------------------------------------------------------------------------- resumable runs
@@ -337,14 +213,14 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
         return work / key / f"params-e{epoch}.dy"
 
     model = build_model(name, vocab, config, cell)
-    settings = {k: v for k, v in config.items() if k != "epochs"}
-    record = {"model": name, "cell": cell.name if cell is not None else MODELS[name][0], "config": settings,
+    recorded = {k: v for k, v in config.items() if k != "epochs"}
+    record = {"model": name, "cell": cell.name if cell is not None else MODELS[name][0], "config": recorded,
               "max_sentences": max_sentences, "vocab": len(vocab), "params": model.param_count(),
               "epochs": []}
     if record_path.exists():
         saved = json.loads(record_path.read_text())
-        if saved.get("config") != settings:
-            raise ValueError(f"{record_path} was trained with {saved.get('config')}, not {settings}: "
+        if saved.get("config") != recorded:
+            raise ValueError(f"{record_path} was trained with {saved.get('config')}, not {recorded}: "
                              "move it away to start again")
         checkpoint = checkpoint_of(len(saved["epochs"]))
         if saved["epochs"] and failed_in_training(saved["epochs"][-1], saved):
@@ -358,42 +234,62 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
         elif saved["epochs"]:
             log(f"{key}: {record_path} has {len(saved['epochs'])} epoch(s) but no checkpoint at "
                 f"{checkpoint}; training again from the start")
-    done = len(record["epochs"])
-    if done >= epochs:
+    rows = record["epochs"]
+    if len(rows) >= epochs:
         return record
     runs.mkdir(parents=True, exist_ok=True)
     (work / key).mkdir(parents=True, exist_ok=True)
-    trainer = dy.SimpleSGDTrainer(model.pc, config["lr"])
-    trainer.set_clip_threshold(config["clip"])
-    data = columns(stream(splits["train"], vocab), config["batch"])
-    valid_ids, test_ids = stream(splits["valid"], vocab), stream(splits["test"], vocab)
-    for epoch in range(done + 1, epochs + 1):
-        trainer.learning_rate = learning_rate(epoch, config)
-        log(f"{key}: epoch {epoch}/{epochs}, lr {trainer.learning_rate:g}")
-        nll, count, seconds, cpu = train_epoch(model, trainer, data, config["steps"], log=log)
-        start = time.perf_counter()
-        row = {"epoch": epoch, "lr": learning_rate(epoch, config), "train_ppl": perplexity(nll, count),
-               "valid_ppl": stream_perplexity(model, valid_ids),
-               "test_ppl": stream_perplexity(model, test_ids),
-               "train_tokens": count, "train_seconds": seconds, "train_cpu_seconds": cpu,
-               "tokens_per_s": count / seconds, "tokens_per_cpu_s": count / cpu}
-        row["eval_seconds"] = time.perf_counter() - start
+    valid_ids, test_ids = stream_ids(splits["valid"], vocab), stream_ids(splits["test"], vocab)
+    clock = {"start": time.perf_counter(), "failed": False}
+
+    def record_epoch(row, state):
+        """The engine's row as the records hold it; then the checkpoint and the record."""
+        train_end = clock["start"] + row["seconds"]
+        rows[-1] = {"epoch": row["epoch"], "lr": learning_rate(row["epoch"], config), "train_ppl": row["train_ppl"],
+                    "valid_ppl": row["valid_ppl"], "test_ppl": stream_perplexity(model, test_ids),
+                    "train_tokens": row["tokens"], "train_seconds": row["seconds"],
+                    "train_cpu_seconds": row["cpu_seconds"], "tokens_per_s": row["tokens"] / row["seconds"],
+                    "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"]}
+        rows[-1]["eval_seconds"] = time.perf_counter() - train_end
+        finish_epoch(rows[-1])
+        clock["start"] = time.perf_counter()
+
+    def finish_epoch(row):
+        epoch = row["epoch"]
         tmp = checkpoint_of(epoch).with_suffix(".tmp")
         model.pc.save(str(tmp))
         os.replace(tmp, checkpoint_of(epoch))
-        record["epochs"].append(row)
         record["machine"] = machine()
         _write_json(record_path, record)
         checkpoint_of(epoch - 1).unlink(missing_ok=True)
         log(f"{key}: epoch {epoch}  train {row['train_ppl']:.1f}  valid {row['valid_ppl']:.1f}  "
             f"test {row['test_ppl']:.1f}  {row['tokens_per_s']:.0f} tokens/s "
-            f"({row['tokens_per_cpu_s']:.0f} per CPU second)  {seconds / 60:.1f} + "
+            f"({row['tokens_per_cpu_s']:.0f} per CPU second)  {row['train_seconds'] / 60:.1f} + "
             f"{row['eval_seconds'] / 60:.1f} min")
         if after_epoch:
             after_epoch(row)
         if failed_in_training(row, record):
             log(f"{key}: the training loss or the valid perplexity diverged; not continued")
-            break
+            clock["failed"] = True
+
+    from course import lm
+    state = lm.TrainState(len(rows) + 1, 0, learning_rate(len(rows) + 1, config),
+                          min((r["valid_ppl"] for r in rows), default=math.inf), rows)
+    log(f"{key}: epochs {state.epoch}-{epochs}, lr {state.lr:g}")
+    try:
+        lm.train(model, splits["train"], splits["valid"], settings(config, epochs), schedule=schedule(config),
+                 progress=False, log=None, resume=state, on_epoch=record_epoch, stop=lambda: clock["failed"])
+    except lm.TrainingDiverged as err:      # the epoch is recorded, its training perplexity infinite
+        done, start = err.state, time.perf_counter()
+        log(f"    {err}")
+        row = {"epoch": done.epoch, "lr": learning_rate(done.epoch, config), "train_ppl": math.inf,
+               "valid_ppl": stream_perplexity(model, valid_ids), "test_ppl": stream_perplexity(model, test_ids),
+               "train_tokens": done.predictions, "train_seconds": done.seconds, "train_cpu_seconds": done.cpu_seconds,
+               "tokens_per_s": done.predictions / max(done.seconds, 1e-9),
+               "tokens_per_cpu_s": done.predictions / max(done.cpu_seconds, 1e-9)}
+        row["eval_seconds"] = time.perf_counter() - start
+        rows.append(row)
+        finish_epoch(row)
     return record
 
 
@@ -436,7 +332,7 @@ def measure_growth(names, vocab, splits, epochs=GROWTH_EPOCHS, work=WORK / "grow
         model = build_model(name, vocab, config_of(name))
         record = train_model(name, vocab, splits, epochs, runs=work, work=work, log=log)
         model.pc.populate(str(Path(work) / name / f"params-e{epochs}.dy"))
-        result["models"][name] = state_growth(model, stream(splits["valid"], vocab))
+        result["models"][name] = state_growth(model, stream_ids(splits["valid"], vocab))
         log(f"{name}: valid {record['epochs'][-1]['valid_ppl']:.1f}, "
             f"largest |c| {result['models'][name]['max_abs_cell']['end']}")
     return result
@@ -561,33 +457,53 @@ def speed_cell(name: str):
 
 def measure(variant: dict, vocab, train_sentences, segments_timed: int, config=SMALL) -> dict:
     """Training tokens per wall second and per CPU second of one variant on the first
-    segments of the training stream (one untimed segment first, to warm DyNet up)."""
-    dy = dynet()
+    segments of the training stream, trained by course.lm.train (one untimed segment
+    first, to warm DyNet up)."""
+    from course import lm
     variant = {**SPEED_DEFAULTS, **variant}
     config = {**config, "batch": variant["batch"]}
     if variant["cell"] == "softmax-only":
         return _measure_softmax(vocab, train_sentences, segments_timed, config)
-    model = build_model("lstm", vocab, config, cell=speed_cell(variant["cell"]))
-    trainer = dy.SimpleSGDTrainer(model.pc, config["lr"])
-    trainer.set_clip_threshold(config["clip"])
-    data = columns(stream(train_sentences, vocab), config["batch"])
-    train_epoch(model, trainer, data, config["steps"], variant["softmax"], max_segments=1)
-    _, count, seconds, cpu = train_epoch(model, trainer, data, config["steps"], variant["softmax"],
-                                         max_segments=segments_timed)
-    return {"wall": count / seconds, "cpu": count / cpu}
+    model = build_model("lstm", vocab, config, cell=speed_cell(variant["cell"]),
+                        kind=_step_softmax_class() if variant["softmax"] == "step" else lm.RNNLM)
+    lm.train(model, train_sentences, None, settings(config, 1, max_batches=1), progress=False, log=None)
+    row = lm.train(model, train_sentences, None, settings(config, 1, max_batches=segments_timed),
+                   progress=False, log=None)[0]
+    return {"wall": row["tokens"] / row["seconds"], "cpu": row["tokens"] / row["cpu_seconds"]}
+
+
+def _step_softmax_class():
+    from course import lm
+
+    class StepSoftmax(lm.RNNLM):
+        """The course's model with one softmax per time step instead of one per segment
+        (the speed table's comparison; the same numbers)."""
+
+        def batch_losses(self, batch, dropout: float = 0.0, final=None):
+            dy = dynet()
+            hs = self.hidden_states(batch.inputs, dropout, start=getattr(batch, "start", None), final=final)
+            W, b = self.W_hs.expr(True), self.b_s.expr(True)
+            losses = [dy.pickneglogsoftmax_batch(dy.affine_transform([b, W, h]), targets)
+                      for h, targets in zip(hs, batch.targets)]
+            return dy.concatenate_to_batch(losses), np.ones(len(hs) * batch.size)
+
+        def _fits(self, batch) -> bool:
+            return True
+    return StepSoftmax
 
 
 def _measure_softmax(vocab, train_sentences, segments_timed: int, config) -> dict:
     """Tokens/s of the softmax layer alone (forward, backward, SGD update) on fixed
     hidden vectors: what the output layer costs whatever the recurrent cell."""
-    import numpy as np
     dy = dynet()
     model = build_model("lstm", vocab, {**config, "layers": 1}, cell="srnn")
     trainer = dy.SimpleSGDTrainer(model.pc, config["lr"])
-    data = columns(stream(train_sentences, vocab), config["batch"])
+    data = columns(stream_ids(train_sentences, vocab), config["batch"])
     hidden = np.random.default_rng(1).uniform(-1, 1, (config["hidden"], config["batch"] * config["steps"]))
     count, start, cpu_start = 0, None, None
-    for k, (_, targets) in enumerate(segments(data, config["steps"])):
+    steps = config["steps"]
+    for k in range((data.shape[1] - 1) // steps):
+        targets = data[:, k * steps + 1:(k + 1) * steps + 1]
         if k == 1:
             start, cpu_start = time.perf_counter(), time.process_time()
         if k > segments_timed:

@@ -8,12 +8,14 @@ import os
 import signal
 import sys
 from pathlib import Path
+from dataclasses import fields
 from shlex import quote
+
+from course.settings import DEFAULT_LR, DEFAULTS, OPTIMIZERS, Settings
 
 INTERRUPTED = 130            # the shell's exit status for a run stopped by Ctrl-C
 TERMINATED = 143             # ... and by SIGTERM
 ERROR = 2
-DEFAULT_MAX_LENGTH = 500     # tokens; longer lines are cut (memory grows with the longest line)
 DEFAULT_MAX_UNKNOWN = 0.05
 DEFAULT_SAMPLE_LENGTH = 100  # tokens of a sampled sentence (5 times as many for a character model)
 
@@ -47,7 +49,7 @@ def _memory_mb() -> int:
 
 # --------------------------------------------------------------------------- corpus
 
-def _add_corpus(parser, default="course"):
+def _add_corpus(parser, default):
     parser.add_argument("--corpus", default=default,
                         help="course (the shipped grammar corpus), ptb, wikitext-2, a folder holding "
                              "train/valid/test files, or a text file of your own (split in order: "
@@ -112,9 +114,8 @@ def _print_table(model_ppl: dict, yardstick: dict, label: str) -> None:
 
 # --------------------------------------------------------------------------- train
 
-MODEL = ("cell", "embed", "hidden", "layers", "residual")
-DATA = ("corpus", "unit", "max_sentences", "max_tokens", "max_length")
-TRAINING = ("batch_size", "optimizer", "lr", "clip", "dropout", "decay_after", "vocab_size", "seed")
+DATA = ("corpus", "unit", "max_sentences", "max_tokens", "max_length", "stream")   # what a checkpoint records
+SETTINGS = tuple(f.name for f in fields(Settings))       # every option that is a training setting
 MAY_CHANGE_ON_RESUME = {"epochs", "mem", "gpu", "progress"}
 
 
@@ -159,14 +160,13 @@ def _settings(args) -> dict:
     if ":" in cell:
         path, _, function = cell.rpartition(":")
         cell = f"{Path(path).expanduser().resolve()}:{function}"
-    return {**{k: getattr(args, k) for k in MODEL + DATA + TRAINING + ("epochs",)},
-            "corpus": corpus, "cell": cell}
+    return {**Settings(**{k: getattr(args, k) for k in SETTINGS}).to_dict(), "corpus": corpus, "cell": cell}
 
 
 def _check_settings(s: dict) -> None:
     """Checks across options, before anything is read or trained."""
     from course import corpora, lm
-    corpora.fingerprint(s["corpus"])          # the corpus is there
+    corpora.corpus_sha256(s["corpus"])          # the corpus is there
     if s["residual"] and s["embed"] != s["hidden"]:
         raise ValueError(f"--residual adds a layer's input to its output, so --embed ({s['embed']}) "
                          f"must equal --hidden ({s['hidden']})")
@@ -212,8 +212,8 @@ def _check_memory(s: dict, vocab_size: int, train, mem: int | None) -> None:
     limit = min(_available_mb(), mem or math.inf)
     where = f"--mem {mem:,} MB" if mem and mem <= _available_mb() else f"the {limit:,} MB this machine has free"
     d, h = s["embed"], s["hidden"]
-    steps = max(map(len, train)) + 1
-    batch = min(s["batch_size"], len(train))
+    steps = s["bptt"] if s.get("stream") else max(map(len, train)) + 1
+    batch = s["batch_size"] if s.get("stream") else min(s["batch_size"], len(train))
     params_mb, need_mb = _memory_needed_mb(s, vocab_size, batch, steps)
     if params_mb > limit:
         raise ValueError(f"a model of --embed {d}, --hidden {h}, --layers {s['layers']} on a vocabulary of "
@@ -244,7 +244,8 @@ def cmd_train(args, given: set) -> int:
             shown = ", ".join(f"--{k.replace('_', '-')} {ours[k]} (the run's: {saved.get(k)})" for k in changed)
             raise ValueError(f"--resume continues {out} with its own settings; {shown} differ: leave them "
                              "out, or start a new run with --out.")
-        settings = {**saved, "epochs": args.epochs if "epochs" in given else saved["epochs"]}
+        settings = {**Settings.from_dict(saved).to_dict(),       # a run older than a setting: its default
+                    "epochs": args.epochs if "epochs" in given else saved["epochs"]}
         if metrics.get("status") == "finished" and settings["epochs"] <= len(metrics["history"]):
             raise ValueError(f"{out} has finished its {len(metrics['history'])} epoch(s): to train it further, "
                              f"pass --epochs N with N > {len(metrics['history'])}.")
@@ -262,11 +263,11 @@ def cmd_train(args, given: set) -> int:
 
 
 def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) -> int:
-    from course import corpora, lm, runs
-    from course.data import Vocab, fingerprint
+    from course import corpora, lm, runs, sources
+    from course.data import Vocab, tokens_sha256
     cell = lm.resolve_cell(settings["cell"])
     splits, full_train, notes = read_splits(settings)
-    data_sha = fingerprint(splits["train"])
+    data_sha = tokens_sha256(splits["train"])
     if args.resume:
         state, record = runs.resume_state(out)
         if record["data"]["train_sha256"] != data_sha:
@@ -306,7 +307,7 @@ def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) ->
     print("yardstick (perplexity to beat): " + "; ".join(
         f"{name} valid {ppl['valid']:.2f}, test {ppl['test']:.2f}" for name, ppl in yardstick.items()))
     info = {"data": {**{k: settings[k] for k in DATA}, "train_sha256": data_sha,
-                     "corpus_sha256": corpora.fingerprint(settings["corpus"])},
+                     "corpus_sha256": corpora.corpus_sha256(settings["corpus"])},
             "unknown": unknown}
     metrics["status"] = "training"
     saved = {}
@@ -327,14 +328,12 @@ def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) ->
               f"(`python -m course train --resume {quote(str(out))}` continues)", flush=True)
     with Interrupts() if out else _NoInterrupts() as interrupts:
         metrics["history"] = lm.train(
-            model, splits["train"], splits["valid"], epochs=settings["epochs"],
-            batch_size=settings["batch_size"], optimizer=settings["optimizer"], lr=settings["lr"],
-            clip=settings["clip"], seed=settings["seed"], dropout=settings["dropout"],
-            decay_after=settings["decay_after"], progress=args.progress, resume=state,
-            stop=lambda: interrupts.requested, on_save=on_save if out else None, resumable=True)
+            model, splits["train"], splits["valid"], Settings.from_dict(settings), progress=args.progress,
+            resume=state, stop=lambda: interrupts.requested, on_save=on_save if out else None, resumable=True)
     stopped = saved.get("state")
     if interrupts.requested and stopped is not None and stopped.epoch <= settings["epochs"]:
-        n_batches = math.ceil(len(splits["train"]) / settings["batch_size"])
+        n_batches = min(len(sources.of(Settings.from_dict(settings), splits["train"], model.vocab)),
+                        settings["max_batches"] or math.inf)
         where = (f"after batch {stopped.batch:,} of {n_batches:,} in epoch {stopped.epoch}" if stopped.batch
                  else f"before epoch {stopped.epoch}")
         print(f"stopped {where}; saved in {out / 'resume'}. Continue with:\n"
@@ -370,8 +369,11 @@ def _new_model(settings: dict, cell, vocab):
     if not isinstance(cell, str):          # a step function from a file: the checkpoint names it
         path, _, function = settings["cell"].rpartition(":")
         extra = {"cell_file": path, "cell_function": function, "cell_sha256": corpora.sha256_of(path)}
-    return lm.RNNLM(vocab, cell, settings["embed"], settings["hidden"], settings["layers"],
-                    settings["residual"], extra=extra)
+    model = lm.RNNLM(vocab, cell, settings["embed"], settings["hidden"], settings["layers"],
+                     settings["residual"], extra=extra)
+    if settings.get("init_scale"):
+        model.init_uniform(settings["init_scale"], settings["seed"])
+    return model
 
 
 class _NoInterrupts:
@@ -387,7 +389,7 @@ class _NoInterrupts:
 
 
 def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
-    from course import lm, runtime
+    from course import runtime, sources
     history = metrics["history"]
     best = len(history)
     if out:        # score the best epoch's parameters, which the checkpoint holds
@@ -398,8 +400,9 @@ def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
         if best != len(history):
             model.restore(out / "checkpoint")
     print(f"scoring the test split ({len(splits['test']):,} sentences) with epoch {best}'s model", flush=True)
+    source = sources.of(Settings.from_dict(settings))
     ppl = {"valid": history[best - 1]["valid_ppl"],
-           "test": lm.evaluate(model, splits["test"], progress="test" if args.progress else None)}
+           "test": source.evaluate(model, splits["test"], progress="test" if args.progress else None)}
     _print_table(ppl, yardstick, f"this model (epoch {best})")
     bits = {split: math.log2(value) for split, value in ppl.items()}   # per predicted character, </s> counted
     if settings["unit"] == "char":
@@ -415,7 +418,7 @@ def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
         "tokens_per_s": sum(r["tokens_per_s"] for r in history) / len(history),
         "train_seconds": sum(r["seconds"] for r in history), "params": model.param_count(),
         "runtime": runtime.describe(), "device": runtime.device()})
-    from course.data import write_atomic
+    from course.files import write_atomic
     write_atomic(out / "metrics.json", json.dumps(metrics, indent=1) + "\n")
     print(f"wrote {out / 'metrics.json'} and {out / 'checkpoint'}")
     return 0
@@ -448,20 +451,20 @@ def _load(path: str, gpu: bool, seed: int = 1):
 
 def cmd_evaluate(args, given: set) -> int:
     checkpoint, model, record = _load(args.checkpoint, args.gpu)
-    from course import corpora, lm
+    from course import corpora, sources
     trained_on = record.get("data")
     if args.corpus is None and trained_on is None:
         raise ValueError(f"{checkpoint} does not record the corpus it was trained on (it was saved by "
                          "RNNLM.save): name it with --corpus.")
     corpus = _corpus_name(args.corpus) if args.corpus else trained_on["corpus"]
     own = trained_on is not None and corpus == trained_on["corpus"]
-    if own and corpora.fingerprint(corpus) != trained_on["corpus_sha256"]:
+    if own and corpora.corpus_sha256(corpus) != trained_on["corpus_sha256"]:
         print(f"note: {corpus} has changed since the model was trained on it")
     limit = args.max_sentences or (trained_on.get("max_sentences") if own else None)
     if limit and not args.max_sentences:
         print(f"scoring the first {limit:,} sentences of {args.split}, as the model was trained "
               f"(--max-sentences {limit}); pass --max-sentences to change it")
-    data = {"unit": "word", "max_length": DEFAULT_MAX_LENGTH, **(trained_on or {}),
+    data = {"unit": "word", "max_length": DEFAULTS.max_length, **(trained_on or {}),
             "corpus": corpus, "max_sentences": limit, "max_tokens": None}
     sentences = read_splits(data)[0][args.split]
     n_unknown, n_tokens, n_literal = _unknown(sentences, model.vocab)
@@ -477,8 +480,10 @@ def cmd_evaluate(args, given: set) -> int:
                          f"--max-unknown {min(1.0, math.ceil(rate * 100) / 100):g} to score it anyway.")
     from course.data import UNK
     known = [[t if t in model.vocab else UNK for t in s] for s in sentences]   # the same ids, as allowed
-    ppl = lm.evaluate(model, known)
-    print(f"{corpus} {args.split}: perplexity {ppl:.2f}")
+    stream = bool((trained_on or {}).get("stream"))
+    ppl = (sources.Stream if stream else sources.Sentences).evaluate(model, known)
+    print(f"{corpus} {args.split}: perplexity {ppl:.2f}"
+          + (" (read as one stream, as the model was trained)" if stream else ""))
     if own:
         splits = read_splits(trained_on)[0]
         yardstick = _yardstick({**splits, args.split: sentences}, model.vocab, (args.split,))
@@ -528,7 +533,7 @@ def cmd_judge_samples(args, given: set) -> int:
 # --------------------------------------------------------------------------- data
 
 def cmd_make_corpus(args, given: set) -> int:
-    from course.grammar import write_corpus
+    from course.corpus_files import write_corpus
     write_corpus()
     return 0
 
@@ -572,38 +577,53 @@ def parser() -> argparse.ArgumentParser:
                        allow_abbrev=False, formatter_class=_Help,
                        description="Train a language model. With --out, every epoch is saved; Ctrl-C "
                                    "saves and stops, and --resume continues the run.")
-    p.add_argument("--cell", default="lstm",
+    d = DEFAULTS
+    p.add_argument("--cell", default=d.cell,
                    help="srnn, lstm, gru (DyNet's builders), or a step function of your own: "
                         "path/to/file.py:lstm_step (with lstm_shapes, and optionally lstm_init, beside it)")
-    _add_corpus(p)
-    p.add_argument("--unit", choices=["word", "char"], default="word",
-                   help="model words (default) or characters (each line's characters, spaces included)")
-    p.add_argument("--max-tokens", type=POSITIVE, default=None,
+    _add_corpus(p, d.corpus)
+    p.add_argument("--unit", choices=["word", "char"], default=d.unit,
+                   help="model words or characters (each line's characters, spaces included)")
+    p.add_argument("--max-tokens", type=POSITIVE, default=d.max_tokens,
                    help="train on the first N tokens of the training split only; the vocabulary is "
                         "still built from all of it")
-    p.add_argument("--max-length", type=POSITIVE, default=DEFAULT_MAX_LENGTH,
+    p.add_argument("--max-length", type=POSITIVE, default=d.max_length,
                    help="cut lines longer than this many tokens into pieces (memory grows with the "
                         "longest line)")
-    p.add_argument("--epochs", type=POSITIVE, default=1, help="passes over the training split")
-    p.add_argument("--batch-size", type=POSITIVE, default=32, help="sentences per batch")
-    p.add_argument("--embed", type=POSITIVE, default=64, help="size of the word embeddings")
-    p.add_argument("--hidden", type=POSITIVE, default=128, help="units of each recurrent layer")
-    p.add_argument("--layers", type=POSITIVE, default=1, help="recurrent layers, stacked")
-    p.add_argument("--residual", choices=["vertical", "lateral"], default=None,
+    p.add_argument("--stream", action="store_true", default=d.stream,
+                   help="read the training text as one stream in --batch-size rows, in segments of --bptt "
+                        "steps, the state carried from segment to segment (Zaremba et al. 2014, char-rnn); "
+                        "held-out text is scored as one stream too. Default: each sentence from a fresh state")
+    p.add_argument("--bptt", type=POSITIVE, default=d.bptt, help="steps of a stream's segment (with --stream)")
+    p.add_argument("--epochs", type=POSITIVE, default=d.epochs, help="passes over the training split")
+    p.add_argument("--max-batches", type=POSITIVE, default=d.max_batches,
+                   help="end each epoch after this many batches (quick runs)")
+    p.add_argument("--batch-size", type=POSITIVE, default=d.batch_size,
+                   help="sentences per batch (with --stream: rows of the stream)")
+    p.add_argument("--embed", type=POSITIVE, default=d.embed, help="size of the word embeddings")
+    p.add_argument("--hidden", type=POSITIVE, default=d.hidden, help="units of each recurrent layer")
+    p.add_argument("--layers", type=POSITIVE, default=d.layers, help="recurrent layers, stacked")
+    p.add_argument("--residual", choices=["vertical", "lateral"], default=d.residual,
                    help="residual connections between layers (default: none)")
-    p.add_argument("--optimizer", choices=["sgd", "adam"], default="adam", help="the training rule")
+    p.add_argument("--init-scale", type=_number(float, 0.0, low_open=True), default=d.init_scale,
+                   help="draw every parameter from U(-s, s) (Zaremba et al. use 0.1; default: DyNet's "
+                        "initialisers, Glorot and a forget bias of 1)")
+    p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default=d.optimizer, help="the training rule")
     p.add_argument("--lr", type=_number(float, 0.0, low_open=True, example=", e.g. 0.002 for adam, 1 for sgd"),
-                   default=None, help="learning rate; default: 1.0 for sgd, 0.002 for adam")
-    p.add_argument("--clip", type=_number(float, 0.0), default=5.0,
+                   default=d.lr, help="learning rate; default: " + ", ".join(
+                       f"{rate:g} for {name}" for name, rate in sorted(DEFAULT_LR.items())))
+    p.add_argument("--clip", type=_number(float, 0.0), default=d.clip,
                    help="clip the gradient to this norm (0: no clipping)")
-    p.add_argument("--dropout", type=_number(float, 0.0, 0.95), default=0.0,
+    p.add_argument("--dropout", type=_number(float, 0.0, 0.95), default=d.dropout,
                    help="variational dropout on embeddings and layer outputs (training only)")
-    p.add_argument("--decay-after", type=POSITIVE, default=None,
-                   help="halve the learning rate after every epoch past this one "
-                        "(default: halve when held-out perplexity stops improving)")
-    p.add_argument("--vocab-size", type=_number(int, 4, example=" (3 ids are <unk>, <s>, </s>)"), default=None,
+    p.add_argument("--lr-decay", type=_number(float, 0.0, 1.0, low_open=True), default=d.lr_decay,
+                   help="what the learning rate is multiplied by when the schedule lowers it")
+    p.add_argument("--decay-after", type=POSITIVE, default=d.decay_after,
+                   help="lower the learning rate after every epoch past this one "
+                        "(default: lower it when held-out perplexity stops improving)")
+    p.add_argument("--vocab-size", type=_number(int, 4, example=" (3 ids are <unk>, <s>, </s>)"), default=d.vocab_size,
                    help="keep only the most frequent words (default: every word of the training split)")
-    p.add_argument("--seed", type=POSITIVE, default=1, help="fixes the initial weights, batch order and dropout")
+    p.add_argument("--seed", type=POSITIVE, default=d.seed, help="fixes the initial weights, batch order and dropout")
     p.add_argument("--mem", type=_number(int, 1, _memory_mb(), example=" (MB of memory for DyNet)"),
                    default=512, help="MB of memory DyNet starts with (it takes more as needed); when given, "
                                      "also the most the run may need (estimated and checked before training)")
@@ -664,7 +684,7 @@ def parser() -> argparse.ArgumentParser:
 
 def given_options(argv) -> set:
     """The settings written on the command line (rather than left at their defaults)."""
-    names = MODEL + DATA + TRAINING + tuple(MAY_CHANGE_ON_RESUME)
+    names = SETTINGS + tuple(MAY_CHANGE_ON_RESUME)
     flags = {"--" + name.replace("_", "-"): name for name in names}
     flags["--no-progress"] = "progress"
     return {name for flag, name in flags.items()

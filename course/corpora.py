@@ -480,7 +480,6 @@ def corpus_sha256(name_or_path) -> str:
     return hashlib.sha256(" ".join(sha256_of(files[s]) for s in SPLITS).encode()).hexdigest()
 
 
-fingerprint = corpus_sha256    # compatibility: course/__main__.py calls it until the engine branch lands
 
 
 # --------------------------------------------------------------------------- command line

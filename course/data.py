@@ -17,8 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-# sha256_of: compatibility, course/lm.py imports it from here until the engine branch lands
-from course.files import sha256_of, write_atomic  # noqa: F401
+from course.files import write_atomic
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 
@@ -112,8 +111,6 @@ def tokens_sha256(*groups) -> str:
             digest.update(("\x1f".join(s) + "\n").encode("utf-8"))
     return digest.hexdigest()
 
-
-fingerprint = tokens_sha256    # compatibility: course/__main__.py imports it until the engine branch lands
 
 
 def as_characters(sentences) -> list[list[str]]:

@@ -1089,10 +1089,3 @@ def floor_perplexity(split: str = "test", directory=None) -> float:
     logprobs = [float(x) for x in read_text(directory / f"{split}.logprob").split()]
     tokens = sum(len(line.split()) + 1 for line in read_text(directory / f"{split}.txt").splitlines())
     return math.exp(-math.fsum(logprobs) / tokens)
-
-
-def write_corpus(*args, **kwargs) -> dict:
-    """Compatibility for course/__main__.py until the engine branch lands: the function is
-    course.corpus_files.write_corpus."""
-    from course.corpus_files import write_corpus
-    return write_corpus(*args, **kwargs)

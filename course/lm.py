@@ -31,10 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from course import runtime
+from course import runtime, schedules, sources
 from course.cell import Cell
 from course.checkpoint import DAMAGED, RECORD, CheckpointError, read_json, read_record
-from course.data import Vocab, batch_orders, encode, make_batch, sha256_of, shuffled, write_atomic
+from course.data import Vocab, batch_orders, encode, make_batch
+from course.files import sha256_of, write_atomic
+from course.settings import DEFAULTS, OPTIMIZERS, Settings
 
 dy = runtime.dynet()
 
@@ -68,10 +70,17 @@ class CellLayer:
                 dy.ConstInitializer(0.0) if len(shape) == 1 else None)
             self.params[name] = pc.add_parameters(shape, init=init, name=name.replace("_", ""))  # None: Glorot
 
-    def start(self, batch_size: int):
+    def start(self, batch_size: int, values=None):
+        """The state before the first step: zeros, or ``values`` (numbers, see :meth:`values`)."""
         self.p = {name: P.expr(True) for name, P in self.params.items()}   # True: trainable (expr() alone is a constant)
+        if values is not None:
+            return tuple(_columns(v) for v in values)
         zero = dy.zeros((self.d_h,), batch_size=batch_size)
         return (zero,) * self.cell.n_state
+
+    def values(self, state) -> list:
+        """The state as numbers, one (d_h, batch) array per part: no gradient flows back into them."""
+        return [np.reshape(e.npvalue(), (self.d_h, -1)) for e in state]
 
     def step(self, state, x):
         new_state = self.cell.step(self.p, x, state)
@@ -96,8 +105,14 @@ class BuilderLayer:
         options = {"forget_bias": forget_bias} if name == "lstm" else {}
         self.builder = getattr(dy, BUILDERS[name])(1, d_in, d_h, pc, **options)
 
-    def start(self, batch_size: int):
+    def start(self, batch_size: int, values=None):
+        if values is not None:
+            return self.builder.initial_state([_columns(v) for v in values])
         return self.builder.initial_state()
+
+    @staticmethod
+    def values(state) -> list:
+        return [np.reshape(e.npvalue(), (e.dim()[0][0], -1)) for e in state.s()]
 
     @staticmethod
     def step(state, x):
@@ -118,9 +133,9 @@ class Config:
     """Everything needed to rebuild a model (saved in checkpoints)."""
     cell: str = "lstm"
     vocab_size: int = 0
-    embed: int = 64
-    hidden: int = 128
-    layers: int = 1
+    embed: int = DEFAULTS.embed
+    hidden: int = DEFAULTS.hidden
+    layers: int = DEFAULTS.layers
     residual: str | None = None
     extra: dict = field(default_factory=dict)   # e.g. the cell factory's arguments
 
@@ -135,8 +150,8 @@ class RNNLM:
     becomes the recurrent h_t); residuals need ``embed == hidden``.
     """
 
-    def __init__(self, vocab: Vocab, cell: Cell | str = "lstm", embed: int = 64,
-                 hidden: int = 128, layers: int = 1, residual: str | None = None,
+    def __init__(self, vocab: Vocab, cell: Cell | str = DEFAULTS.cell, embed: int = DEFAULTS.embed,
+                 hidden: int = DEFAULTS.hidden, layers: int = DEFAULTS.layers, residual: str | None = None,
                  pc=None, extra: dict | None = None):
         if residual not in RESIDUAL:
             raise ValueError(f"residual must be one of {RESIDUAL}, got {residual!r}")
@@ -160,6 +175,16 @@ class RNNLM:
         self.W_hs = self.pc.add_parameters((len(vocab), hidden), name="Whs")
         self.b_s = self.pc.add_parameters((len(vocab),), init=dy.ConstInitializer(0.0), name="bs")
 
+    def init_uniform(self, scale: float, seed: int) -> None:
+        """Draw every parameter from U(-scale, scale) with NumPy's generator seeded with
+        ``seed`` (Zaremba et al. 2014: 0.1 for the small model), in place of DyNet's
+        initialisers; the forget-gate bias is then drawn like the rest."""
+        rng = np.random.default_rng(seed)
+        for p in self.pc.parameters_list():
+            p.set_value(rng.uniform(-scale, scale, p.shape()))
+        for p in self.pc.lookup_parameters_list():
+            p.init_from_array(rng.uniform(-scale, scale, p.shape()))
+
     def param_count(self) -> int:
         return sum(p.as_array().size for p in self.pc.parameters_list()) + \
             sum(p.as_array().size for p in self.pc.lookup_parameters_list())
@@ -176,19 +201,31 @@ class RNNLM:
         return [dy.random_bernoulli((d,), 1.0 - dropout, 1.0 / (1.0 - dropout), batch_size=batch_size)
                 for d in sizes]
 
-    def hidden_states(self, inputs, dropout: float = 0.0, masks=None):
+    def hidden_states(self, inputs, dropout: float = 0.0, masks=None, start=None, final=None):
         """The top layer's h_t for each step of a time-major batch of word ids.
 
         With ``dropout`` > 0, the embeddings and each layer's output are multiplied
         by a random mask that is drawn once per batch and kept for every time step
         (variational dropout on the non-recurrent connections; Odyssey section 6.2).
         ``masks`` gives those masks instead (see :meth:`dropout_masks`).
+
+        ``start``: each layer's state to begin with, as numbers (a stream's segment
+        continues where the previous one ended; see :mod:`course.sources`), else zeros.
+        ``final``: a list that receives each layer's last state.
         """
         batch_size = len(inputs[0])
-        states = [layer.start(batch_size) for layer in self.layers]
+        states = [layer.start(batch_size, None if start is None else start[k])
+                  for k, layer in enumerate(self.layers)]
         if masks is None:
             masks = self.dropout_masks(batch_size, dropout)
-        return [self.advance(states, words, masks) for words in inputs]
+        hs = [self.advance(states, words, masks) for words in inputs]
+        if final is not None:
+            final.extend(states)
+        return hs
+
+    def state_values(self, states) -> list:
+        """Each layer's state as numbers (what a stream carries from one segment to the next)."""
+        return [layer.values(state) for layer, state in zip(self.layers, states)]
 
     def advance(self, states: list, words, masks=None):
         """One time step: read ``words`` (a batch of ids), update ``states`` (one per
@@ -207,14 +244,17 @@ class RNNLM:
             x = h if masks[k + 1] is None else dy.cmult(h, masks[k + 1])
         return x
 
-    def batch_losses(self, batch, dropout: float = 0.0):
+    def batch_losses(self, batch, dropout: float = 0.0, final=None):
         """Masked negative log-likelihood of every prediction in a batch, as one
         batched expression of T*B elements (time-major), and the mask values.
 
         The softmax runs once over all steps: the T hidden states are joined into
         one batch of T*B columns, which is much faster than T separate softmaxes.
+        A segment of a stream (:class:`course.sources.Segment`) starts from its
+        ``start`` state; ``final`` receives the layers' last states.
         """
-        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, dropout))
+        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, dropout, start=getattr(batch, "start", None),
+                                                        final=final))
         scores = dy.affine_transform([self.b_s.expr(True), self.W_hs.expr(True), hs])
         targets = [w for step in batch.targets for w in step]
         masks = np.array([m for step in batch.masks for m in step])
@@ -229,9 +269,13 @@ class RNNLM:
 
     def _top_states(self, batch, masks):
         """The top layer's states of a batch as numbers, (hidden, T*B), time-major
-        (in the current graph)."""
-        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, masks=masks))
-        return np.reshape(hs.npvalue(), (self.config.hidden, -1))
+        (in the current graph); a segment of a stream also gets its ``end`` state."""
+        final = []
+        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, masks=masks, final=final,
+                                                        start=getattr(batch, "start", None)))
+        H = np.reshape(hs.npvalue(), (self.config.hidden, -1))
+        _keep_end(self, batch, final)
+        return H
 
     def _softmax_by_chunks(self, H, batch, scale: float | None = None):
         """Negative log-likelihood at every real (unpadded) position of a batch from its
@@ -272,10 +316,12 @@ class RNNLM:
         """
         if self._fits(batch):
             dy.renew_cg()
-            losses, _ = self.batch_losses(batch, dropout)
+            final = []
+            losses, _ = self.batch_losses(batch, dropout, final)
             loss = dy.sum_batches(losses)
             value = loss.value()
             (loss * scale).backward()
+            _keep_end(self, batch, final)
             return value
         dy.renew_cg()
         masks = [None if m is None else np.reshape(m.npvalue(), (m.dim()[0][0], batch.size))
@@ -286,7 +332,8 @@ class RNNLM:
         H = self._top_states(batch, expressions())
         losses, grad = self._softmax_by_chunks(H, batch, scale)
         dy.renew_cg()
-        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, masks=expressions()))
+        hs = dy.concatenate_to_batch(self.hidden_states(batch.inputs, masks=expressions(),
+                                                        start=getattr(batch, "start", None)))
         dy.sum_batches(dy.dot_product(hs, _columns(grad))).backward()
         return float(losses.sum())
 
@@ -371,6 +418,12 @@ class RNNLM:
             self.pc.populate(str(directory / "params.dy"))
         except RuntimeError as err:
             raise CheckpointError(f"{directory / 'params.dy'} could not be read ({err}): {DAMAGED}") from None
+
+
+def _keep_end(model: RNNLM, batch, final: list) -> None:
+    """A segment of a stream keeps its layers' last states, as numbers, for the next segment."""
+    if hasattr(batch, "end"):
+        batch.end = model.state_values(final)
 
 
 def _columns(array: np.ndarray):
@@ -534,6 +587,9 @@ class Sample:
     finished: bool
 
 
+SAMPLE_GRAPH_STEPS = 10     # sample() starts a new graph after this many steps
+
+
 def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | None = None,
            prompt=None, seed: int = 1, max_length: int = 100) -> list[Sample]:
     """Draw ``n`` sentences from the model, token by token, all ``n`` in one batch.
@@ -596,11 +652,17 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
                 tokens[j].append(model.vocab.token(w))
         if all(f is not False for f in finished):
             break
+        if t % SAMPLE_GRAPH_STEPS == SAMPLE_GRAPH_STEPS - 1:
+            # a fresh graph from the state's numbers: the same values, and memory that does not
+            # grow with the sentence (2,000 sentences of 60 steps held 4.5 GB in one graph)
+            values = model.state_values(states)
+            dy.renew_cg()
+            states = [layer.start(n, v) for layer, v in zip(model.layers, values)]
+            W, b = model.W_hs.expr(), model.b_s.expr()
     return [Sample(tokens[j], float(logprob[j]), finished[j] is True) for j in range(n)]
 
 
-OPTIMIZERS = {"sgd": "SimpleSGDTrainer", "adam": "AdamTrainer"}
-DEFAULT_LR = {"sgd": 1.0, "adam": 0.002}
+LOGGED = ("epoch", "train_ppl", "lr", "tokens_per_s", "seconds", "valid_ppl")   # an epoch's log line
 
 
 class TrainingDiverged(ValueError):
@@ -625,6 +687,8 @@ class TrainState:
     nll: float = 0.0
     predictions: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    carried: list | None = None     # a stream's state after batch ``batch`` (numbers, one list per layer)
 
 
 def settle_sparse_gradients(model: RNNLM) -> None:
@@ -649,73 +713,81 @@ def batch_seed(seed: int, epoch: int, index: int) -> int:
     return 1 + (seed * 1_000_003 + epoch * 100_003 + index) % (2**31 - 2)
 
 
-def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
-          batch_size: int = 32, optimizer: str = "adam", lr: float | None = None, dropout: float = 0.0,
-          clip: float = 5.0, lr_decay: float = 0.5, decay_after: int | None = None,
-          seed: int = 1, progress: bool = True, checkpoint: str | Path | None = None,
-          log=print, resume: TrainState | None = None, stop=None, on_save=None,
-          resumable: bool = False) -> list[dict]:
-    """Train with minibatches sorted by length and shuffled per epoch.
+def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Settings | None = None, *,
+          schedule=None, progress: bool = True, checkpoint: str | Path | None = None, log=print,
+          resume: TrainState | None = None, stop=None, on_save=None, on_epoch=None,
+          resumable: bool = False, **changes) -> list[dict]:
+    """Train ``model``: the one training loop of the course, its command line and its benchmarks.
 
-    The loss of a batch is summed over time and averaged over its sentences.
-    Gradients are clipped to norm ``clip``. ``dropout`` is applied in training only
-    (see :meth:`RNNLM.hidden_states`); evaluation is deterministic. The learning rate is multiplied by
-    ``lr_decay`` after each epoch whose held-out perplexity did not improve, or,
-    with ``decay_after=k``, after every epoch past the k-th (the fixed schedule of
-    Zaremba et al., 2014). With ``checkpoint``, the best model (by held-out
+    ``settings`` (:class:`course.settings.Settings`; ``changes`` are its fields by name, e.g.
+    ``epochs=3, lr=0.01``) says how. Batches come from a source (:mod:`course.sources`;
+    ``train_sentences`` may be one already):
+    minibatches of sentences sorted by length and shuffled per epoch, or with
+    ``stream=True`` one continuous stream read in segments of ``bptt`` steps, the state
+    carried from each segment to the next. The loss of a batch is summed over time and
+    averaged over its sentences (a stream's rows). Gradients are clipped to norm
+    ``clip``. ``dropout`` is applied in training only (see :meth:`RNNLM.hidden_states`);
+    evaluation is deterministic. ``max_batches`` ends each epoch early (quick runs).
+
+    After each epoch the ``schedule`` (:mod:`course.schedules`; by default the one the
+    settings name: halve the rate when held-out perplexity does not improve, or with
+    ``decay_after=k`` after every epoch past the k-th, as Zaremba et al. 2014) sets the
+    learning rate and may stop training. With ``checkpoint``, the best model (by held-out
     perplexity) is saved there. Returns one dict per epoch.
 
-    Stopping and continuing: ``stop()`` is asked before every batch; when it says
-    True, training ends there. ``on_save(state, improved)`` is called with a
-    :class:`TrainState` after every epoch (``improved``: its held-out perplexity is the
-    best so far) and at such a stop; ``train(..., resume=state)`` continues from it,
-    with the same batch order (fixed by seed and epoch). ``resumable`` makes a run that
-    stops and continues in another process compute what one that never stopped does:
-    DyNet's random generator is re-seeded before every batch from (seed, epoch, batch),
-    so the dropout masks are the same, and :func:`settle_sparse_gradients` runs first. A
-    new trainer starts at ``resume``: SGD has no other state, but Adam's moment
-    estimates start again from zero (DyNet cannot save them).
+    Hooks: ``stop()`` is asked before every batch; when it says True, training ends
+    there. ``on_save(state, improved)`` is called with a :class:`TrainState` after every
+    epoch (``improved``: its held-out perplexity is the best so far) and at such a stop;
+    ``train(..., resume=state)`` continues from it, with the same batch order (fixed by
+    seed and epoch) and, in a stream, the same carried state. ``on_epoch(row, state)``
+    is called after ``on_save`` with the epoch's row (which it may add to). ``resumable``
+    makes a run that stops and continues in another process compute what one that never
+    stopped does: DyNet's random generator is re-seeded before every batch from (seed,
+    epoch, batch), so the dropout masks are the same, and
+    :func:`settle_sparse_gradients` runs first. A new trainer starts at ``resume``: SGD
+    has no other state, but Adam's moment estimates start again from zero (DyNet cannot
+    save them).
 
     Raises :class:`TrainingDiverged` when a batch's loss is infinite or NaN.
     """
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
-    state = resume if resume is not None else TrainState(lr=lr if lr is not None else DEFAULT_LR[optimizer])
-    trainer = getattr(dy, OPTIMIZERS[optimizer])(model.pc, state.lr)
-    trainer.set_clip_threshold(clip if clip else -1)
-    ids, n_unknown = encode(train_sentences, model.vocab)
-    batches = batch_orders(ids, batch_size)          # each padded batch is built when it is used
+    s = (settings or Settings()).but(**changes)
+    schedule = schedule or schedules.of(s)
+    state = resume if resume is not None else TrainState(lr=s.learning_rate)
+    trainer = getattr(dy, OPTIMIZERS[s.optimizer])(model.pc, state.lr)
+    trainer.set_clip_threshold(s.clip if s.clip else -1)
+    source = sources.of(s, train_sentences, model.vocab)
+    n_batches = len(source) if s.max_batches is None else min(len(source), s.max_batches)
     if resumable:
         settle_sparse_gradients(model)
     history = state.history
-    for epoch in range(state.epoch, epochs + 1):
-        order = shuffled(batches, seed, epoch)
-        start = time.perf_counter() - state.seconds
-        bar = progress_bar(total=len(order), initial=state.batch, desc=f"epoch {epoch}/{epochs}",
+    carried = None if state.carried is None else [[np.asarray(v) for v in layer] for layer in state.carried]
+    for epoch in range(state.epoch, s.epochs + 1):
+        bar = progress_bar(total=n_batches, initial=state.batch, desc=f"epoch {epoch}/{s.epochs}",
                            disable=not progress)
-        for index in range(state.batch, len(order)):
+        start = time.perf_counter() - state.seconds
+        cpu_start = time.process_time() - state.cpu_seconds
+
+        def keep_place():
+            state.seconds = time.perf_counter() - start
+            state.cpu_seconds = time.process_time() - cpu_start
+            state.carried = None if carried is None else [[v.tolist() for v in layer] for layer in carried]
+        for index in range(state.batch, n_batches):
             if stop is not None and stop():
                 bar.close()
-                state.seconds = time.perf_counter() - start
+                keep_place()
                 if on_save:
                     on_save(state, False)
                 return history
-            batch = make_batch([ids[i] for i in order[index]], model.vocab, order[index])
-            if resumable and dropout:
-                dy.reset_random_seed(batch_seed(seed, epoch, index))
-            nll = model.train_step(batch, dropout, 1.0 / batch.size)
+            batch = source.batch(s.seed, epoch, index, carried)
+            if resumable and s.dropout:
+                dy.reset_random_seed(batch_seed(s.seed, epoch, index))
+            nll = model.train_step(batch, s.dropout, 1.0 / batch.size)
             if not math.isfinite(nll):
                 bar.close()
-                if isinstance(model.cell, Cell) and epoch == 1 and index == 0:
-                    raise TrainingDiverged(
-                        f"the loss of the very first batch is {nll}, before any update: the step function "
-                        f"{model.cell.name} returns nan or inf on its fresh parameters (not a learning-rate "
-                        "problem). Run it on a small batch and look for a division by zero, the log or "
-                        "square root of a negative number, or an exp that overflows.")
-                raise TrainingDiverged(f"the training loss became {nll} at batch {index + 1} of epoch "
-                                       f"{epoch} (learning rate {trainer.learning_rate:g}): the model "
-                                       "diverged; lower the learning rate or the gradient clipping threshold")
+                keep_place()
+                _diverged(model, nll, epoch, index, trainer, state)
             trainer.update()
+            carried = source.carry(batch)
             state.batch, state.nll = index + 1, state.nll + nll
             state.predictions += batch.n_predictions
             bar.update()
@@ -724,25 +796,44 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, epochs: int = 1,
         bar.close()
         seconds = time.perf_counter() - start
         row = {"epoch": epoch, "train_ppl": perplexity(state.nll, state.predictions),
-               "lr": trainer.learning_rate, "tokens_per_s": state.predictions / seconds, "seconds": seconds}
-        best, improved = state.best, False
+               "lr": trainer.learning_rate, "tokens_per_s": state.predictions / seconds, "seconds": seconds,
+               "cpu_seconds": time.process_time() - cpu_start, "tokens": state.predictions}
+        best, improved, gained = state.best, False, None
         if valid_sentences is not None:
-            row["valid_ppl"] = evaluate(model, valid_sentences, progress=f"epoch {epoch}: held-out"
-                                        if progress else None)
+            row["valid_ppl"] = source.evaluate(model, valid_sentences, progress=f"epoch {epoch}: held-out"
+                                               if progress else None)
+            gained = row["improved"] = schedule.gained(row["valid_ppl"], best)
             if row["valid_ppl"] < best:
                 best, improved = row["valid_ppl"], True
                 if checkpoint:
                     model.save(checkpoint)
-            elif decay_after is None:
-                trainer.learning_rate *= lr_decay
-        if decay_after is not None and epoch >= decay_after:
-            trainer.learning_rate *= lr_decay
+        trainer.learning_rate = schedule.next_lr(trainer.learning_rate, epoch, gained)
         history.append(row)
         if log:
-            log("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+            log("  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
+                          if k in LOGGED))
         state = TrainState(epoch + 1, 0, trainer.learning_rate, best, history)
+        carried = None
         if on_save:
             on_save(state, improved)
-        if stop is not None and stop() and epoch < epochs:
+        if on_epoch:
+            on_epoch(row, state)
+        if schedule.stop(history) or (stop is not None and stop() and epoch < s.epochs):
             return history
     return history
+
+
+def _diverged(model: RNNLM, nll: float, epoch: int, index: int, trainer, state: TrainState):
+    """Raise :class:`TrainingDiverged`, its ``state`` where training stood before the batch."""
+    if isinstance(model.cell, Cell) and epoch == 1 and index == 0:
+        err = TrainingDiverged(
+            f"the loss of the very first batch is {nll}, before any update: the step function "
+            f"{model.cell.name} returns nan or inf on its fresh parameters (not a learning-rate "
+            "problem). Run it on a small batch and look for a division by zero, the log or "
+            "square root of a negative number, or an exp that overflows.")
+    else:
+        err = TrainingDiverged(f"the training loss became {nll} at batch {index + 1} of epoch "
+                               f"{epoch} (learning rate {trainer.learning_rate:g}): the model "
+                               "diverged; lower the learning rate or the gradient clipping threshold")
+    err.state = state
+    raise err

@@ -23,7 +23,8 @@ from pathlib import Path
 from shlex import quote
 
 from course.checkpoint import DAMAGED, RECORD, read_record
-from course.data import DataError, write_atomic
+from course.data import DataError
+from course.files import write_atomic
 
 PARTS = ("metrics.json", "checkpoint", "resume")
 

@@ -8,6 +8,7 @@ import random
 import re
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import time
@@ -26,8 +27,8 @@ def env(tmp_path):
     return {**os.environ, "COURSE_CACHE": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
 
 
-def course(env, *args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "course", *map(str, args)], cwd=cwd, env=env,
+def course(env, *args, cwd=ROOT, python=(sys.executable,)):
+    return subprocess.run([*python, "-m", "course", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -155,7 +156,7 @@ def test_ctrl_c_saves_and_resume_continues_exactly(tmp_path, env):
     a, b = metrics(stopped), metrics(whole)
     for key in ("valid_ppl", "test_ppl", "yardstick"):
         assert a[key] == b[key], key
-    drop = ("seconds", "tokens_per_s")
+    drop = ("seconds", "cpu_seconds", "tokens_per_s")
     assert [{k: v for k, v in r.items() if k not in drop} for r in a["history"]] == \
         [{k: v for k, v in r.items() if k not in drop} for r in b["history"]]
     params = [(run / "checkpoint" / "params.dy").read_bytes() for run in (stopped, whole)]
@@ -279,27 +280,32 @@ def test_the_course_package_trains_a_students_cell_without_autograder(tmp_path, 
     cell = alone / "my_cell.py"
     cell.write_text(CELL_FILE)
     write_text_corpus(alone / "mine.txt")
-    env = {**env, "PYTHONPATH": ""}
-    probe = subprocess.run([sys.executable, "-c", "import course, course.lm, importlib.util; "
+    # The repository's packages are installed editable (a .pth file puts them on the path);
+    # -S skips the .pth files, so only site-packages' own packages and course/ beside the cell import.
+    env = {**env, "PYTHONPATH": os.pathsep.join(site.getsitepackages())}
+    python = (sys.executable, "-S")
+    probe = subprocess.run([*python, "-c", "import course, course.lm, importlib.util; "
                             "print(course.__file__, importlib.util.find_spec('autograder'))"],
                            cwd=alone, env=env, capture_output=True, text=True)
     assert probe.stdout.split() == [str(alone / "course" / "__init__.py"), "None"], probe.stderr
-    run = course(env, "train", "--corpus", "mine.txt", "--cell", "my_cell.py:elman_step", *SMALL,
-                 "--out", "run", cwd=alone)
+
+    def alone_course(*args):
+        return course(env, *args, cwd=alone, python=python)
+    run = alone_course("train", "--corpus", "mine.txt", "--cell", "my_cell.py:elman_step", *SMALL, "--out", "run")
     assert run.returncode == 0, run.stderr
     assert "model my_cell.py:elman_step" in run.stdout
-    again = course(env, "evaluate", "run", "--split", "valid", cwd=alone)
+    again = alone_course("evaluate", "run", "--split", "valid")
     assert again.returncode == 0, again.stderr
     assert f"perplexity {metrics(alone / 'run')['valid_ppl']:.2f}" in again.stdout
 
-    refused(course(env, "train", "--corpus", "mine.txt", "--cell", "my_cell.py:lonely_step", cwd=alone),
+    refused(alone_course("train", "--corpus", "mine.txt", "--cell", "my_cell.py:lonely_step"),
             "defines no lonely_shapes")
-    refused(course(env, "train", "--corpus", "mine.txt", "--cell", "my_cell.py:gru_step", cwd=alone),
+    refused(alone_course("train", "--corpus", "mine.txt", "--cell", "my_cell.py:gru_step"),
             "defines no function gru_step")
-    refused(course(env, "train", "--corpus", "mine.txt", "--cell", "hand-lstm", cwd=alone),
+    refused(alone_course("train", "--corpus", "mine.txt", "--cell", "hand-lstm"),
             "unknown cell 'hand-lstm'", "file.py:lstm_step")
     cell.write_text(CELL_FILE.replace("dy.tanh", "dy.logistic"))
-    refused(course(env, "evaluate", "run", cwd=alone), "my_cell.py", "has changed since the model was trained")
+    refused(alone_course("evaluate", "run"), "my_cell.py", "has changed since the model was trained")
 
 
 # ---------------------------------------------------------------- bad options

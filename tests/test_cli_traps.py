@@ -4,6 +4,7 @@ evaluate's line limit, a NaN blamed on the cell, SIGTERM, literal <unk>, progres
 during evaluation and on stderr, defaults in --help, bits per character, quoted hints."""
 import json
 import math
+import re
 import signal
 
 from tests.test_cli import SMALL, course, env, interrupt, metrics, refused, write_text_corpus  # noqa: F401
@@ -80,12 +81,22 @@ def test_progress_is_on_stderr_and_shown_while_evaluating(tmp_path, env):
     assert "scoring the test split (300 sentences)" in run.stdout
 
 
-def test_help_shows_the_defaults(env):
-    shown = " ".join(course(env, "train", "--help").stdout.split())
-    for words in ("passes over the training split (default: 1)", "sentences per batch (default: 32)",
-                  "units of each recurrent layer (default: 128)", "(default: adam)", "(default: 64)",
-                  "fixes the initial weights, batch order and dropout (default: 1)"):
-        assert words in shown, words
+def test_help_shows_the_defaults_of_the_one_settings_object(env):
+    """Every training setting is an option whose --help default is Settings' own."""
+    from dataclasses import fields
+
+    from course.settings import DEFAULTS, Settings
+    help_text = course(env, "train", "--help").stdout
+    options = re.split(r"\n  (?=--)", help_text)
+    for f in fields(Settings):
+        flag = "--" + f.name.replace("_", "-")
+        text = " ".join(next(o for o in options if o.startswith(flag + " ") or o.startswith(flag + "\n")).split())
+        default = getattr(DEFAULTS, f.name)
+        if default is not None and not isinstance(default, bool):
+            assert f"(default: {default})" in text, (flag, text)
+    shown = " ".join(help_text.split())
+    assert "sentences per batch (with --stream: rows of the stream) (default: 32)" in shown
+    assert "learning rate; default: 0.002 for adam, 1 for sgd" in shown
 
 
 def test_a_character_model_reports_bits_per_character(tmp_path, env):

@@ -5,22 +5,19 @@ so a whole run takes seconds.
 """
 import json
 import re
-import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-import converge  # noqa: E402  (bench/converge.py)
-import converge_ensemble  # noqa: E402
-import converge_inside  # noqa: E402
-import converge_tables  # noqa: E402
+import converge  # bench/converge.py (pytest puts bench/ on the path)
+import converge_ensemble
+import converge_inside
+import converge_tables
 
-from course import bench, lm  # noqa: E402
-from course.agreement import agreement_accuracy, load_pairs  # noqa: E402
-from course.data import Vocab  # noqa: E402
+from course import bench, lm
+from course.agreement import agreement_accuracy, load_pairs
+from course.data import Vocab
 
 TINY = {"embed": 8, "hidden": 8, "dropout": 0.0}
 
@@ -49,6 +46,20 @@ def test_a_run_stops_evaluates_its_best_epoch_and_is_not_trained_twice(tiny, tmp
     again = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300,
                          log=None, after_epoch=lambda row: pytest.fail("trained again"))
     assert again["final"] == saved["final"]
+
+
+def test_a_run_trains_through_the_engine_with_the_plateau_schedule(tiny, tmp_path, monkeypatch):
+    """converge has no loop of its own: course.lm.train with its settings and a Plateau schedule."""
+    calls = []
+    train = lm.train
+    monkeypatch.setattr(lm, "train", lambda *a, **k: calls.append((a[3], k["schedule"])) or train(*a, **k))
+    record = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
+    settings, schedule = calls[0]
+    assert len(calls) == 1 and (settings.embed, settings.batch_size, settings.epochs) == (8, 32, 3)
+    assert (schedule.min_gain, schedule.patience) == (0.001, 3)
+    rows = record["epochs"]
+    assert [r["lr"] for r in rows[1:]] == [r["lr_next"] for r in rows[:-1]]
+    assert all(r["train_seconds"] <= r["seconds"] for r in rows)
 
 
 def test_an_interrupted_run_continues_after_its_last_epoch(tiny, tmp_path):

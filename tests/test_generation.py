@@ -88,6 +88,21 @@ def test_lm_sample_contract(tiny_corpus):
         lm.sample(model, temperature=0)
 
 
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_sample_starts_new_graphs_without_changing_a_draw(tiny_corpus, monkeypatch, cell):
+    """sample() rebuilds its graph from the state's numbers every SAMPLE_GRAPH_STEPS steps (so
+    memory does not grow with the sentence): the sentences and log-probabilities stay the same."""
+    from course import lm
+    from course.data import Vocab
+    model = lm.RNNLM(Vocab.build(tiny_corpus), cell, 8, 8, 2)
+    drawn = {}
+    for steps in (1, 3, 10_000):
+        monkeypatch.setattr(lm, "SAMPLE_GRAPH_STEPS", steps)
+        drawn[steps] = [(s.tokens, s.logprob) for s in lm.sample(model, n=40, seed=3, max_length=12, temperature=1.5)]
+    assert drawn[1] == drawn[3] == drawn[10_000]
+    assert max(len(tokens) for tokens, _ in drawn[1]) > 3       # long enough to cross a new graph
+
+
 def test_the_grammar_judges_its_own_sentences_perfect_and_finds_lost_agreement():
     from course import judge, lm
     from course.grammar import Grammar

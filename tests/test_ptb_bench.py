@@ -8,18 +8,16 @@ tests never skip for want of data (only the check of PTB's own sizes does).
 import json
 import math
 import random
-import sys
 
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, SHARED_PTB
+from tests.conftest import SHARED_PTB
 
-sys.path.insert(0, str(ROOT / "bench"))
-import ptb  # noqa: E402  (bench/ptb.py)
+import ptb  # bench/ptb.py
 
-from course import lm, runtime  # noqa: E402
-from course.corpora import CorpusError, corpus_files  # noqa: E402
+from course import lm, runtime, sources
+from course.corpora import CorpusError, corpus_files
 
 dy = runtime.dynet()
 TINY = {**ptb.SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
@@ -58,25 +56,59 @@ def corpus(tmp_path_factory):
 def test_stream_columns_and_segments_follow_zarembas_reader(corpus):
     vocab, splits = corpus
     sentences = splits["train"]
-    ids = ptb.stream(sentences, vocab)
+    ids = sources.stream_ids(sentences, vocab)
     assert ids[0] == vocab.eos and ids[-1] == vocab.eos
     assert len(ids) == 1 + sum(len(s) + 1 for s in sentences)
-    assert ids.count(vocab.eos) == len(sentences) + 1
-    data = ptb.columns(ids, 4)
+    stream = sources.Stream(sentences, vocab, 4, 5)
     n = len(ids) // 4
-    assert data.shape == (4, n)
-    assert data[1].tolist() == ids[n:2 * n]                      # row b = tokens [b n, (b+1) n)
-    train = list(ptb.segments(data, 5))
-    assert len(train) == (n - 1) // 5                             # Zaremba's epoch_size
-    for x, y in train:
-        assert x.shape == y.shape == (4, 5)
-    x, y = train[3]
-    assert np.array_equal(y[:, :-1], x[:, 1:]) and np.array_equal(x, data[:, 15:20])
-    assert np.array_equal(y, data[:, 16:21])
-    # evaluation takes the shorter last segment too: every position predicted exactly once
-    every = list(ptb.segments(data, 7, complete_only=False))
-    assert sum(x.shape[1] for x, _ in every) == n - 1
-    assert np.array_equal(np.concatenate([y for _, y in every], axis=1), data[:, 1:])
+    assert stream.data.shape == (4, n)
+    assert stream.data[1].tolist() == ids[n:2 * n]               # row b = tokens [b n, (b+1) n)
+    assert len(stream) == (n - 1) // 5                            # Zaremba's epoch_size
+    x, y = np.array(stream.batch(1, 1, 3).inputs).T, np.array(stream.batch(1, 1, 3).targets).T
+    assert np.array_equal(y[:, :-1], x[:, 1:]) and np.array_equal(x, stream.data[:, 15:20])
+    assert np.array_equal(y, stream.data[:, 16:21])
+
+
+HAND_LSTM = """# The PTB bench's hand-written LSTM (autograder.reference.cells "lstm"), as a --cell file.
+from autograder.reference.cells import make_cell
+
+_cell = make_cell("lstm")
+lstm_step = _cell.step
+
+
+def lstm_shapes(d_in, d_h):
+    return _cell.shapes(d_in, d_h)
+"""
+
+
+def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
+    """``python -m course train --stream`` with Zaremba's small settings gives the PTB bench's
+    training perplexity over the first 30 segments of its first epoch, to the last digit:
+    one engine (course.lm.train, course.sources.Stream) under both."""
+    import os
+    import subprocess
+    import sys
+    source = ptb_source()
+    if source is None:
+        pytest.skip(f"no Penn Treebank copy (data/external/ptb or {SHARED_PTB}): fetch it with "
+                    "`python -m course data fetch ptb --from DIR`")
+    segments, c = 30, ptb.SMALL
+    vocab, splits = ptb.load_corpus(source)
+    model = ptb.build_model("lstm", vocab, c)
+    bench_row = lm.train(model, splits["train"], None, ptb.settings(c, 1, max_batches=segments),
+                         schedule=ptb.schedule(c), progress=False, log=None)[0]
+    (tmp_path / "hand_lstm.py").write_text(HAND_LSTM)
+    args = ["--corpus", source, "--cell", "hand_lstm.py:lstm_step", "--stream", "--bptt", c["steps"],
+            "--batch-size", c["batch"], "--layers", c["layers"], "--embed", c["embed"], "--hidden", c["hidden"],
+            "--optimizer", "sgd", "--lr", c["lr"], "--clip", c["clip"], "--init-scale", c["init_scale"],
+            "--seed", c["seed"], "--epochs", 1, "--max-batches", segments, "--no-progress", "--out", "run"]
+    run = subprocess.run([sys.executable, "-m", "course", "train", *map(str, args)], cwd=tmp_path,
+                         env={**os.environ, "COURSE_CACHE": str(tmp_path / "cache")},
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr
+    cli_row = json.loads((tmp_path / "run" / "metrics.json").read_text())["history"][0]
+    assert cli_row["tokens"] == bench_row["tokens"] == segments * c["steps"] * c["batch"]
+    assert cli_row["train_ppl"] == bench_row["train_ppl"]
 
 
 def test_ptb_stream_has_zarembas_sizes():
@@ -86,13 +118,13 @@ def test_ptb_stream_has_zarembas_sizes():
                     "`python -m course data fetch ptb --from DIR`")
     vocab, splits = ptb.load_corpus(source)
     assert len(vocab) == 10001                    # PTB's 10k (</s> included) and the course's <s>
-    ids = ptb.stream(splits["train"], vocab)
+    ids = sources.stream_ids(splits["train"], vocab)
     assert len(ids) == 929589 + 1                 # the published 929,589 tokens with </s>, + the leading </s>
-    data = ptb.columns(ids, 20)
-    assert data.shape == (20, 46479)
+    stream = sources.Stream(splits["train"], vocab, 20, ptb.SMALL["steps"])
+    assert stream.data.shape == (20, 46479)
     assert ptb.SMALL["steps"] == 20                # the small configuration's seq_length / num_steps
-    assert sum(1 for _ in ptb.segments(data, 20)) == 2323     # (46,479 - 1) // 20
-    assert len(ptb.stream(splits["test"], vocab)) - 1 == 82430
+    assert len(stream) == 2323                     # (46,479 - 1) // 20
+    assert len(sources.stream_ids(splits["test"], vocab)) - 1 == 82430
 
 
 @pytest.mark.parametrize("cell", ["lstm", "hand-lstm", "gru", "srnn", "ran-tanh", "lstm-srnn-hidden"])
@@ -103,12 +135,13 @@ def test_carried_state_continues_the_stream_exactly(corpus, cell):
     from autograder.reference.cells import make_cell
     model = ptb.build_model("lstm", vocab, {**TINY, "init_scale": 0.5},
                             cell=cell if cell in lm.BUILDERS else make_cell(cell.removeprefix("hand-")))
-    data = ptb.columns(ptb.stream(splits["train"], vocab), 3)[:, :13]
+    data = sources.columns(sources.stream_ids(splits["train"], vocab), 3)[:, :13]
 
     def run(start, end, carried=None):
         dy.renew_cg()
-        loss, states = ptb.segment_loss(model, data[:, start:end], data[:, start + 1:end + 1], carried)
-        return loss.value(), ptb.state_values(model, states, 3)
+        final = []
+        losses, _ = model.batch_losses(sources.segment(data, start, end, carried), final=final)
+        return dy.sum_batches(losses).value(), model.state_values(final)
 
     whole, whole_state = run(0, 12)
     first, carried = run(0, 8)
@@ -126,13 +159,13 @@ def test_stream_perplexity_reads_each_split_as_one_stream(corpus):
     """Evaluation in segments with the state carried = the whole split in one segment."""
     vocab, splits = corpus
     model = ptb.build_model("lstm", vocab, {**TINY, "init_scale": 0.5})
-    ids = ptb.stream(splits["valid"][:6], vocab)
+    ids = sources.stream_ids(splits["valid"][:6], vocab)
     dy.renew_cg()
-    data = ptb.columns(ids, 1)
-    total = ptb.segment_loss(model, data[:, :-1], data[:, 1:])[0].value()
+    data = sources.columns(ids, 1)
+    total = dy.sum_batches(model.batch_losses(sources.segment(data, 0, len(ids) - 1))[0]).value()
     expected = math.exp(total / (len(ids) - 1))
-    assert ptb.stream_perplexity(model, ids, steps=7) == pytest.approx(expected, rel=1e-5)
-    assert ptb.stream_perplexity(model, ids) == pytest.approx(expected, rel=1e-5)
+    assert sources.stream_perplexity(model, ids, steps=7) == pytest.approx(expected, rel=1e-5)
+    assert sources.stream_perplexity(model, ids) == pytest.approx(expected, rel=1e-5)
 
 
 def test_every_parameter_starts_uniform_in_plus_minus_0_1(corpus):
@@ -198,16 +231,16 @@ def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkey
     assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e1.dy"]
 
     calls = []
-    real_epoch = ptb.train_epoch
-    monkeypatch.setattr(ptb, "train_epoch", lambda *a, **k: calls.append(1) or real_epoch(*a, **k))
+    real_train = lm.train
+    monkeypatch.setattr(lm, "train", lambda *a, **k: calls.append(k["resume"].epoch) or real_train(*a, **k))
     resumed = ptb.train_model("lstm", vocab, splits, 3, config, **where)
-    assert len(calls) == 2                                # epochs 2 and 3 only
+    assert calls == [2]                                   # epochs 2 and 3 only, through the engine
     assert resumed["epochs"][0] == saved["epochs"][0]
     assert [r["lr"] for r in resumed["epochs"]] == [1.0, 0.5, 0.25]
     assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e3.dy"]
 
     again = ptb.train_model("lstm", vocab, splits, 3, config, **where)
-    assert len(calls) == 2 and again == resumed           # finished: nothing retrained
+    assert calls == [2] and again == resumed              # finished: nothing retrained
 
     # the interrupted-and-resumed run is the run that was never interrupted
     straight = ptb.train_model("lstm", vocab, splits, 3, config, runs=tmp_path / "r2",
@@ -345,12 +378,15 @@ def test_speed_variants_compute_the_same_model(corpus, layout):
     hand = ptb.build_model("lstm", vocab, TINY)
     other = ptb.build_model("lstm", vocab, TINY, cell=ptb.speed_cell(layout))
     _copy_lstm_weights(hand, other, layout)
-    data = ptb.columns(ptb.stream(splits["train"], vocab), 4)
-    x, y = data[:, :6], data[:, 1:7]
+    step = ptb.build_model("lstm", vocab, TINY, kind=ptb._step_softmax_class())
+    for a, b in zip(hand.pc.parameters_list() + hand.pc.lookup_parameters_list(),
+                    step.pc.parameters_list() + step.pc.lookup_parameters_list()):
+        (b.set_value if hasattr(b, "set_value") else b.init_from_array)(a.as_array())
+    segment = sources.segment(sources.columns(sources.stream_ids(splits["train"], vocab), 4), 0, 6)
     values = []
-    for model, softmax in ((hand, "segment"), (other, "segment"), (hand, "step")):
+    for model in (hand, other, step):
         dy.renew_cg()
-        values.append(ptb.segment_loss(model, x, y, softmax=softmax)[0].value())
+        values.append(dy.sum_batches(model.batch_losses(segment)[0]).value())
     assert values[1] == pytest.approx(values[0], rel=1e-5)
     assert values[2] == pytest.approx(values[0], rel=1e-5)
 
@@ -364,11 +400,6 @@ def test_measure_times_every_variant(corpus):
         assert all(speed[clock] > 0 and math.isfinite(speed[clock]) for clock in ("wall", "cpu"))
 
 
-def test_a_diverged_loss_is_an_infinite_perplexity_not_a_crash():
-    assert ptb.perplexity(2 * math.log(10), 2) == pytest.approx(10)
-    assert ptb.perplexity(1e6, 10) == math.inf
-
-
 def test_state_growth_measures_the_memory_cell_along_the_stream(corpus):
     """A RAN whose gates are open (sigma(10)) and whose content is a constant 0.5 adds
     a * f^k at every step: its cell after n tokens is sum_{k<n} a f^k, exactly, in both
@@ -378,7 +409,7 @@ def test_state_growth_measures_the_memory_cell_along_the_stream(corpus):
     for layer in model.layers:
         for name, p in layer.params.items():
             p.set_value(np.full(p.shape(), {"b_i": 10.0, "b_f": 10.0, "b_u": 0.5}.get(name, 0.0)))
-    ids = ptb.stream(splits["train"], vocab)
+    ids = sources.stream_ids(splits["train"], vocab)
     assert len(ids) > 1_001
     growth = ptb.state_growth(model, ids, marks=(100, 1_000))
     gate = 1 / (1 + math.exp(-10.0))
@@ -386,7 +417,7 @@ def test_state_growth_measures_the_memory_cell_along_the_stream(corpus):
         expected = sum(0.5 * gate * gate ** k for k in range(mark))
         assert growth["max_abs_cell"][str(mark)] == pytest.approx([expected, expected], rel=1e-4)
     assert growth["max_abs_cell"]["end"][0] > growth["max_abs_cell"]["1000"][0]
-    assert growth["ppl"] == pytest.approx(ptb.stream_perplexity(model, ids), rel=1e-6)
+    assert growth["ppl"] == pytest.approx(sources.stream_perplexity(model, ids), rel=1e-6)
     assert growth["tokens"] == len(ids) - 1
 
 
@@ -426,23 +457,24 @@ def test_the_shared_budget_counts_each_cell_by_its_longest_run():
 
 def test_a_diverged_run_is_recorded_and_not_continued(corpus, tmp_path, monkeypatch):
     vocab, splits = corpus
-    model = ptb.build_model("lstm", vocab, TINY)
-    model.embeddings.init_from_array(np.full(model.embeddings.shape(), np.nan))
-    trainer = dy.SimpleSGDTrainer(model.pc, 1.0)
-    data = ptb.columns(ptb.stream(splits["train"], vocab), TINY["batch"])
-    before = model.W_hs.as_array().copy()
-    nll, count, _, _ = ptb.train_epoch(model, trainer, data, TINY["steps"])
-    assert nll == math.inf and count == TINY["batch"] * TINY["steps"]      # stopped after one segment
-    assert np.array_equal(model.W_hs.as_array(), before)                    # and never updated from it
-
     calls = []
-    monkeypatch.setattr(ptb, "train_epoch", lambda *a, **k: calls.append(1) or (math.inf, 10, 1.0, 1.0))
+    real_build, real_train = ptb.build_model, lm.train
+
+    def poisoned(*a, **k):                # a model whose loss is NaN from its first segment on
+        model = real_build(*a, **k)
+        model.embeddings.init_from_array(np.full(model.embeddings.shape(), np.nan))
+        calls.append(model.W_hs.as_array().copy())
+        return model
+    monkeypatch.setattr(ptb, "build_model", poisoned)
+    monkeypatch.setattr(lm, "train", lambda model, *a, **k: calls.append(model) or real_train(model, *a, **k))
     where = {"runs": tmp_path / "results", "work": tmp_path / "work", "log": lambda line: None}
     record = ptb.train_model("lstm", vocab, splits, 3, TINY, **where)
-    assert len(calls) == 1 and len(record["epochs"]) == 1                  # stopped in epoch 1 of 3
+    before, model = calls
+    assert np.array_equal(model.W_hs.as_array(), before)                    # never updated from a NaN loss
+    assert len(record["epochs"]) == 1 and record["epochs"][0]["train_tokens"] == 0   # stopped in epoch 1 of 3
     assert record["epochs"][0]["train_ppl"] == math.inf and ptb.diverged(record["epochs"][0], record)
     again = ptb.train_model("lstm", vocab, splits, 3, TINY, **where)
-    assert len(calls) == 1 and again == json.loads((tmp_path / "results" / "lstm.json").read_text())
+    assert len(calls) == 3 and again == json.loads((tmp_path / "results" / "lstm.json").read_text())
 
     # a test perplexity that overflows is reported as diverged but does not stop training:
     # only the training and valid splits decide whether a run goes on

@@ -1,0 +1,94 @@
+"""``python -m course train --stream``: the training text as one stream in segments of
+--bptt steps, the state carried from segment to segment, through the real command line:
+Ctrl-C and --resume exact, held-out text scored as a stream, characters, and a
+vocabulary large enough for the softmax to be computed in chunks."""
+import random
+
+from tests.test_cli import course, env, interrupt, metrics  # noqa: F401  (env: a fixture)
+
+STREAM = ["--stream", "--bptt", "5", "--max-sentences", "12000", "--batch-size", "2", "--epochs", "2",
+          "--optimizer", "sgd", "--lr", "0.5", "--dropout", "0.3", "--hidden", "16", "--embed", "16"]
+# (an epoch of about 22,000 batches: several seconds, so the once-a-second bar shows it under way)
+
+
+def same_run(a, b):
+    a, b = metrics(a), metrics(b)
+    assert a["valid_ppl"] == b["valid_ppl"] and a["test_ppl"] == b["test_ppl"]
+    drop = ("seconds", "cpu_seconds", "tokens_per_s")
+    assert [{k: v for k, v in r.items() if k not in drop} for r in a["history"]] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in b["history"]]
+
+
+def test_ctrl_c_in_a_stream_and_resume_continue_exactly(tmp_path, env):
+    stopped = tmp_path / "stopped"
+    code, stdout, stderr = interrupt(env, ["train", *STREAM, "--out", stopped], epoch=2)
+    assert code == 130 and "Traceback" not in stderr, stderr
+    assert "stopped after batch" in stdout and "in epoch 2" in stdout
+    saved = metrics(stopped)
+    assert saved["settings"]["stream"] is True and saved["settings"]["bptt"] == 5
+    assert len(saved["history"]) == 1 and saved["resume"]["batch"] > 0
+    resumed = course(env, "train", "--resume", stopped, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    whole = tmp_path / "whole"
+    run = course(env, "train", *STREAM, "--no-progress", "--out", whole)
+    assert run.returncode == 0, run.stderr
+    same_run(stopped, whole)
+    assert (stopped / "checkpoint" / "params.dy").read_bytes() == (whole / "checkpoint" / "params.dy").read_bytes()
+    # the held-out splits are read as one stream too, by evaluate as by train
+    evaluated = course(env, "evaluate", whole, "--split", "test")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert f"perplexity {metrics(whole)['test_ppl']:.2f} (read as one stream" in evaluated.stdout
+
+
+def test_a_character_stream_reports_bits_per_character(tmp_path, env):
+    rng = random.Random(2)
+    words = "the a cat dog bird sat ran slept on under mat rug tree and saw it".split()
+    text = tmp_path / "mine.txt"
+    text.write_text("\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(2, 12)))
+                              for _ in range(400)) + "\n")
+    out = tmp_path / "chars"
+    run = course(env, "train", "--corpus", text, "--unit", "char", "--stream", "--bptt", "20", "--batch-size", "4",
+                 "--hidden", "16", "--embed", "16", "--no-progress", "--out", out)
+    assert run.returncode == 0, run.stderr
+    m = metrics(out)
+    assert m["settings"]["unit"] == "char" and m["settings"]["stream"] is True
+    assert 1 < m["valid_ppl"] < 40 and "bits per character" in run.stdout
+
+
+def test_a_large_vocabulary_streams_with_the_softmax_in_chunks(tmp_path, env):
+    """28k words x 35 steps x 20 rows exceed course.lm.SOFTMAX_BUDGET: each segment's softmax
+    is computed in chunks, and a stopped run still continues exactly."""
+    rng = random.Random(5)
+    pool = [f"w{k}" for k in range(40_000)]
+    text = tmp_path / "wide.txt"
+    text.write_text("\n".join(" ".join(rng.choice(pool) for _ in range(10)) for _ in range(6000)) + "\n")
+    args = ["train", "--corpus", text, "--stream", "--bptt", "35", "--batch-size", "20", "--max-batches", "30",
+            "--optimizer", "sgd", "--lr", "0.5", "--hidden", "8", "--embed", "8"]
+    from course import lm
+    stopped, whole = tmp_path / "stopped", tmp_path / "whole"
+    code, stdout, stderr = interrupt(env, [*args, "--out", stopped], epoch=1)
+    assert code == 130 and "stopped after batch" in stdout, stderr
+    assert course(env, "train", "--resume", stopped, "--no-progress").returncode == 0
+    run = course(env, *args, "--no-progress", "--out", whole)
+    assert run.returncode == 0, run.stderr
+    vocab = int(run.stdout.split("vocabulary ")[1].split(";")[0].replace(",", ""))
+    assert 35 * 20 * vocab > lm.SOFTMAX_BUDGET
+    same_run(stopped, whole)
+
+
+def test_a_run_older_than_a_setting_resumes_with_its_default(tmp_path, env):
+    """A metrics.json written before --stream, --bptt, ... existed continues as it was trained."""
+    import json
+    out = tmp_path / "old"
+    run = course(env, "train", "--max-sentences", "200", "--hidden", "8", "--embed", "8", "--no-progress",
+                 "--out", out)
+    assert run.returncode == 0, run.stderr
+    saved = metrics(out)
+    for name in ("stream", "bptt", "lr_decay", "init_scale", "max_batches"):
+        del saved["settings"][name]
+    (out / "metrics.json").write_text(json.dumps(saved))
+    again = course(env, "train", "--resume", out, "--epochs", "2", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    resumed = metrics(out)
+    assert len(resumed["history"]) == 2 and resumed["settings"]["stream"] is False
+    assert resumed["settings"]["lr_decay"] == 0.5
