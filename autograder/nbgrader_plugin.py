@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import nbformat
@@ -48,6 +46,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from traitlets import Dict, Unicode
 
 from autograder import feedback, trusted
+from course.files import write_json
 from autograder.worker import grade_files, submission_files
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
@@ -61,9 +60,7 @@ def save_result(course: Path, student: str, notebook: str, result: dict):
     """Write atomically: a reader sees the old result or the new one, never half of one."""
     path = results_dir(course) / student / f"{notebook}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
-        json.dump(result, f, indent=1)
-    os.replace(f.name, path)
+    write_json(path, result)
 
 
 def load_result(course: Path, student: str, notebook: str) -> dict | None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from common import RESULTS, ROOT, machine
 
 from course import runtime
+from course.files import save_parameters, write_json
 
 RECORDS = RESULTS / "converge"
 WORK = ROOT / "runs" / "converge"
@@ -140,12 +141,6 @@ def pair_outcomes(model, pairs) -> str:
     return "".join("1" if r > w else "0" if r < w else "=" for r, w in zip(right, wrong))
 
 
-def _write_json(path: Path, data):
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
-
-
 def _claim(lock: Path) -> bool:
     """Create the lock file; False when another live process holds it."""
     lock.parent.mkdir(parents=True, exist_ok=True)
@@ -223,9 +218,8 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
 
     def save(state, improved):
         if improved:
-            model.pc.save(str(best_path))
-        model.pc.save(str(latest.with_suffix(".tmp")))
-        os.replace(latest.with_suffix(".tmp"), latest)
+            save_parameters(model.pc, best_path)
+        save_parameters(model.pc, latest)
 
     def record_epoch(row, state):
         """The engine's row as the records have always held it, written after each epoch."""
@@ -235,7 +229,7 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
                     "train_seconds": row["seconds"], "train_cpu_seconds": row["cpu_seconds"],
                     "seconds": time.perf_counter() - clock["start"], "cpu_seconds": time.process_time() - clock["cpu"],
                     "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}
-        _write_json(record_path, record)
+        write_json(record_path, record)
         row = rows[-1]
         log(f"{key}: epoch {row['epoch']}  lr {row['lr']:.3g}  train {row['train_ppl']:.2f}  valid "
             f"{row['valid_ppl']:.2f}{'' if row['improved'] else '  (no gain: lr halved)'}  "
@@ -255,7 +249,7 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
                          "train_ppl": math.inf, "valid_ppl": math.inf, "improved": False, "diverged": str(err),
                          "seconds": time.perf_counter() - clock["start"],
                          "cpu_seconds": time.process_time() - clock["cpu"], "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")})
-            _write_json(record_path, record)
+            write_json(record_path, record)
             log(f"{key}: {err}")
     start, cpu = time.perf_counter(), time.process_time()
     best = min(rows, key=lambda r: r["valid_ppl"])
@@ -269,7 +263,7 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
                                                    else load_pairs()))
     record["final"].update(seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu,
                            finished_at=time.strftime("%Y-%m-%d %H:%M:%S"))
-    _write_json(record_path, record)
+    write_json(record_path, record)
     (folder / "lock").unlink(missing_ok=True)
     log(f"{key}: best epoch {best['epoch']} of {len(rows)}: valid {record['final']['valid_ppl']:.2f}, "
         f"test {record['final']['test_ppl']:.2f}")
@@ -290,7 +284,7 @@ def baseline(name: str, splits: dict, record_path: Path, settings: dict, max_sen
                         "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
                         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}}
     record_path.parent.mkdir(parents=True, exist_ok=True)
-    _write_json(record_path, record)
+    write_json(record_path, record)
     return record
 
 

@@ -58,6 +58,7 @@ import numpy as np
 from common import RESULTS, ROOT, machine, report, table
 
 from course import runtime
+from course.files import save_parameters, write_json
 from course.sources import columns, stream_ids, stream_perplexity
 
 RUNS = RESULTS / "ptb"
@@ -187,12 +188,6 @@ def run_name(name: str, max_sentences=None) -> str:
     return name if not max_sentences else f"{name}-n{max_sentences}"
 
 
-def _write_json(path: Path, data):
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
-
-
 def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, work=WORK,
                 max_sentences=None, cell=None, log=print, after_epoch=None) -> dict:
     """Train (or continue training) one model to ``epochs`` epochs; return its record.
@@ -203,7 +198,7 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
     anywhere continues from its last finished epoch. ``after_epoch(row)`` is called
     after all that (the tests interrupt a run there).
     """
-    dy = dynet()
+    dynet()                     # DyNet started (with its seed and memory) before course.lm is imported
     config = config or config_of(name)
     runs, work = Path(runs), Path(work)
     key = run_name(name, max_sentences)
@@ -256,11 +251,9 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
 
     def finish_epoch(row):
         epoch = row["epoch"]
-        tmp = checkpoint_of(epoch).with_suffix(".tmp")
-        model.pc.save(str(tmp))
-        os.replace(tmp, checkpoint_of(epoch))
+        save_parameters(model.pc, checkpoint_of(epoch))
         record["machine"] = machine()
-        _write_json(record_path, record)
+        write_json(record_path, record)
         checkpoint_of(epoch - 1).unlink(missing_ok=True)
         log(f"{key}: epoch {epoch}  train {row['train_ppl']:.1f}  valid {row['valid_ppl']:.1f}  "
             f"test {row['test_ppl']:.1f}  {row['tokens_per_s']:.0f} tokens/s "
@@ -960,13 +953,13 @@ def main(argv=None):
     if args.speed:
         result = speed(args.speed_rounds, args.speed_segments, args.corpus)
         RUNS.mkdir(parents=True, exist_ok=True)
-        _write_json(RUNS / "speed.json", result)
+        write_json(RUNS / "speed.json", result)
         print(speed_table(result))
     elif args.state_growth:
         vocab, splits = load_corpus(args.corpus)
         result = measure_growth(GROWTH_MODELS, vocab, splits, log=lambda line: print(line, flush=True))
         RUNS.mkdir(parents=True, exist_ok=True)
-        _write_json(RUNS / "state-growth.json", result)
+        write_json(RUNS / "state-growth.json", result)
     elif not args.tables_only:
         vocab, splits = load_corpus(args.corpus, args.max_sentences)
         for name in names:

@@ -1,9 +1,10 @@
-"""Small file utilities: a file's sha256, a text file written whole, a text file read gzipped
-or not. The instructors' tools use them too; this package imports nothing of theirs."""
+"""Small file utilities: a file's sha256, a text or JSON file or DyNet's parameters written whole,
+a text file read gzipped or not. The instructors' tools use them too; this package imports nothing of theirs."""
 from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -23,6 +24,19 @@ def write_atomic(path, text: str) -> None:
     path = Path(path)
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def write_json(path, data) -> None:
+    """``data`` as JSON (indent 1, a final newline), written whole as :func:`write_atomic` does."""
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+def save_parameters(pc, path) -> None:
+    """A DyNet ParameterCollection saved whole: the old file or the new one, never half."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    pc.save(str(partial))
     os.replace(partial, path)
 
 

@@ -22,7 +22,6 @@ import hashlib
 import importlib.util
 import json
 import math
-import os
 import sys
 import time
 import traceback
@@ -35,7 +34,7 @@ from course import runtime, schedules, sources
 from course.cell import Cell
 from course.checkpoint import DAMAGED, RECORD, CheckpointError, read_json, read_record
 from course.data import Vocab, batch_orders, encode, make_batch
-from course.files import sha256_of, write_atomic
+from course.files import save_parameters, sha256_of, write_atomic
 from course.settings import DEFAULTS, OPTIMIZERS, Settings
 
 dy = runtime.dynet()
@@ -373,9 +372,7 @@ class RNNLM:
         Returns what ``checkpoint.json`` holds."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        partial = directory / ".params.dy.partial"
-        self.pc.save(str(partial))
-        os.replace(partial, directory / "params.dy")
+        save_parameters(self.pc, directory / "params.dy")
         self.vocab.save(directory / "vocab.json")
         write_atomic(directory / "config.json", json.dumps(asdict(self.config), indent=1) + "\n")
         record = {"params_sha256": sha256_of(directory / "params.dy"),
