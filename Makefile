@@ -84,7 +84,7 @@ heldout: $(STAMP)
 
 ## make bench: the benchmark tables in bench/results/ (bench/capstone_budget.py alone takes about 20 minutes;
 ## the converged runs of converge.py take a night and resume, so make bench only rebuilds their tables;
-## bench/samples.py trains its four converged runs again into runs/converge-samples/ the first time, about 30 minutes)
+## bench/samples.py trains its five converged runs again into runs/converge-samples/ the first time, about 36 minutes)
 bench: $(STAMP)
 	$(PY) bench/batch_speed.py
 	$(PY) bench/cell_speed.py

@@ -24,7 +24,7 @@ from common import RESULTS, ROOT, report, table
 
 TEMPERATURES = (0.7, 1.0, 1.3)
 #: the converged models sampled: runs of bench/converge.py (seed 1)
-CONVERGED = ("srnn", "lstm", "gru", "lstm-srnn")
+CONVERGED = ("srnn", "lstm", "gru", "lstm-srnn", "ran-identity")
 SEED = 1
 
 
