@@ -7,11 +7,8 @@ import statistics
 import time
 from pathlib import Path
 
-from course.paths import ROOT
-
-RESULTS = ROOT / "bench" / "results"
-
-from course.bench import table  # noqa: E402  (the markdown table the lectures print too)
+from course.bench import RESULTS, table  # noqa: F401  (bench/results, and the markdown table the lectures print too)
+from course.paths import ROOT  # noqa: F401  (the scripts' ROOT)
 
 
 def machine() -> str:
@@ -35,7 +32,6 @@ def median_time(fn, repeats: int = 3) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
 
 
 def report(name: str, title: str, body: str, command: str, results: Path = RESULTS):

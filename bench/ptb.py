@@ -67,7 +67,6 @@ WORK = ROOT / "runs" / "ptb"
 # Zaremba et al. (2014), the "small" configuration, non-regularised.
 SMALL = {"layers": 2, "embed": 200, "hidden": 200, "epochs": 13, "batch": 20, "steps": 20,
          "lr": 1.0, "decay": 0.5, "decay_after": 4, "clip": 5.0, "init_scale": 0.1, "seed": 1}
-EVAL_STEPS = 100     # segment length in evaluation; the carried state makes it irrelevant to the result
 
 # bench name -> (a DyNet builder, or an autograder.reference.cells name with "hand-" for the
 # hand-written twin of a builder; the papers' name for it)

@@ -11,7 +11,6 @@ import signal
 import site
 import subprocess
 import sys
-import time
 
 import pytest
 
