@@ -35,6 +35,7 @@ from course.cell import Cell
 from course.checkpoint import DAMAGED, RECORD, CheckpointError, read_json, read_record
 from course.data import Vocab, batch_orders, encode, make_batch
 from course.files import save_parameters, sha256_of, write_atomic
+from course.layers import BUILDERS, BuilderLayer, CellLayer, as_batch
 from course.settings import DEFAULTS, OPTIMIZERS, Settings
 
 dy = runtime.dynet()
@@ -52,79 +53,7 @@ SOFTMAX_BUDGET = 1 << 24      # scores (positions x vocabulary) of a batch held 
 SOFTMAX_CHUNK = 1 << 22       # scores of one chunk
 EVAL_POSITIONS = 6_000        # steps x sentences of an evaluation batch, at most (64 PTB sentences fit)
 
-# DyNet's builders, usable wherever a Cell is: name -> builder class.
-BUILDERS = {"srnn": "SimpleRNNBuilder", "lstm": "VanillaLSTMBuilder", "gru": "GRUBuilder"}
 RESIDUAL = (None, "vertical", "lateral")   # none, ResV, ResV + ResL (Odyssey section 5)
-
-
-class CellLayer:
-    """Runs a step function over time: creates its parameters and a zero state."""
-
-    def __init__(self, cell: Cell, pc, d_in: int, d_h: int):
-        self.cell, self.d_h = cell, d_h
-        self.params = {}
-        for name, shape in cell.shapes(d_in, d_h).items():
-            value = cell.init(name, tuple(shape)) if cell.init else None
-            init = dy.NumpyInitializer(np.asarray(value, dtype=float)) if value is not None else (
-                dy.ConstInitializer(0.0) if len(shape) == 1 else None)
-            self.params[name] = pc.add_parameters(shape, init=init, name=name.replace("_", ""))  # None: Glorot
-
-    def start(self, batch_size: int, values=None):
-        """The state before the first step: zeros, or ``values`` (numbers, see :meth:`values`)."""
-        self.p = {name: P.expr(True) for name, P in self.params.items()}   # True: trainable (expr() alone is a constant)
-        if values is not None:
-            return tuple(_columns(v) for v in values)
-        zero = dy.zeros((self.d_h,), batch_size=batch_size)
-        return (zero,) * self.cell.n_state
-
-    def values(self, state) -> list:
-        """The state as numbers, one (d_h, batch) array per part: no gradient flows back into them."""
-        return [np.reshape(e.npvalue(), (self.d_h, -1)) for e in state]
-
-    def step(self, state, x):
-        new_state = self.cell.step(self.p, x, state)
-        if not isinstance(new_state, tuple) or len(new_state) != self.cell.n_state:
-            raise TypeError(f"{self.cell.name}: a step function must return a tuple of "
-                            f"{self.cell.n_state} expression(s) (the new state), got {type(new_state).__name__}")
-        return new_state
-
-    @staticmethod
-    def output(state):
-        return state[0]
-
-    @staticmethod
-    def with_output(state, h):
-        return (h,) + tuple(state[1:])
-
-
-class BuilderLayer:
-    """One layer of DyNet's own SimpleRNN/VanillaLSTM/GRU builder."""
-
-    def __init__(self, name: str, pc, d_in: int, d_h: int, forget_bias: float = 1.0):
-        options = {"forget_bias": forget_bias} if name == "lstm" else {}
-        self.builder = getattr(dy, BUILDERS[name])(1, d_in, d_h, pc, **options)
-
-    def start(self, batch_size: int, values=None):
-        if values is not None:
-            return self.builder.initial_state([_columns(v) for v in values])
-        return self.builder.initial_state()
-
-    @staticmethod
-    def values(state) -> list:
-        return [np.reshape(e.npvalue(), (e.dim()[0][0], -1)) for e in state.s()]
-
-    @staticmethod
-    def step(state, x):
-        return state.add_input(x)
-
-    @staticmethod
-    def output(state):
-        return state.output()
-
-    @staticmethod
-    def with_output(state, h):
-        raise ValueError("lateral residual connections rewrite the recurrent state h_t, which "
-                         "DyNet's builders keep to themselves: use a Cell, or residual='vertical'.")
 
 
 @dataclass
@@ -211,37 +140,75 @@ class RNNLM:
         ``start``: each layer's state to begin with, as numbers (a stream's segment
         continues where the previous one ended; see :mod:`course.sources`), else zeros.
         ``final``: a list that receives each layer's last state.
+
+        Where every layer is a step layer (:mod:`course.layers`), the steps run in time
+        order, all layers at step t before any at t + 1; where one is a sequence layer,
+        layer by layer, each over the whole sequence. Both compute the same values, but
+        DyNet then sums the gradients in another order (they differ in the last bits), so
+        the time order is kept wherever it can be: it is what every committed number used.
         """
         batch_size = len(inputs[0])
         states = [layer.start(batch_size, None if start is None else start[k])
                   for k, layer in enumerate(self.layers)]
         if masks is None:
             masks = self.dropout_masks(batch_size, dropout)
-        hs = [self.advance(states, words, masks) for words in inputs]
+        if self.stepwise():
+            hs = [self.advance(states, words, masks) for words in inputs]
+        else:
+            hs = [self._embed(words, masks[0]) for words in inputs]
+            for k, layer in enumerate(self.layers):
+                states[k], hs = self._run_layer(layer, states[k], hs, masks[k + 1])
         if final is not None:
             final.extend(states)
         return hs
+
+    def stepwise(self) -> bool:
+        """Whether every layer reads one step at a time (has ``step``): then a batch runs in
+        time order, and :func:`sample` draws a token per step from the carried state."""
+        return all(hasattr(layer, "step") for layer in self.layers)
 
     def state_values(self, states) -> list:
         """Each layer's state as numbers (what a stream carries from one segment to the next)."""
         return [layer.values(state) for layer, state in zip(self.layers, states)]
 
     def advance(self, states: list, words, masks=None):
-        """One time step: read ``words`` (a batch of ids), update ``states`` (one per
-        layer, in place) and return the top layer's output."""
+        """One time step of step layers: read ``words`` (a batch of ids), update ``states``
+        (one per layer, in place) and return the top layer's output."""
         masks = masks or [None] * (len(self.layers) + 1)
-        x = dy.lookup_batch(self.embeddings, words)
-        if masks[0] is not None:
-            x = dy.cmult(x, masks[0])
+        x = self._embed(words, masks[0])
         for k, layer in enumerate(self.layers):
-            states[k] = layer.step(states[k], x)
-            h = layer.output(states[k])
-            if self.config.residual:
-                h = h + x                                     # ResV (eq 61)
-                if self.config.residual == "lateral":
-                    states[k] = layer.with_output(states[k], h)   # ResL
-            x = h if masks[k + 1] is None else dy.cmult(h, masks[k + 1])
+            states[k], x = self._layer_step(layer, states[k], x, masks[k + 1])
         return x
+
+    def _embed(self, words, mask):
+        x = dy.lookup_batch(self.embeddings, words)
+        return x if mask is None else dy.cmult(x, mask)
+
+    def _layer_step(self, layer, state, x, mask):
+        """One step of one layer: its new state, and what it passes up (residual and dropout applied)."""
+        state = layer.step(state, x)
+        h = layer.output(state)
+        if self.config.residual:
+            h = h + x                                     # ResV (eq 61)
+            if self.config.residual == "lateral":
+                state = layer.with_output(state, h)       # ResL
+        return state, (h if mask is None else dy.cmult(h, mask))
+
+    def _run_layer(self, layer, state, xs, mask):
+        """One layer over the whole sequence ``xs``: its last state, and what it passes up."""
+        if hasattr(layer, "step"):
+            hs = []
+            for x in xs:
+                state, h = self._layer_step(layer, state, x, mask)
+                hs.append(h)
+            return state, hs
+        if self.config.residual == "lateral":
+            raise ValueError(f"{type(layer).__name__} is a sequence layer, with no recurrent h_t for a "
+                             "lateral residual to rewrite: use residual='vertical' or None")
+        state, hs = layer.run(state, xs)
+        if self.config.residual:
+            hs = [h + x for h, x in zip(hs, xs)]          # ResV (eq 61)
+        return state, (hs if mask is None else [dy.cmult(h, mask) for h in hs])
 
     def batch_losses(self, batch, dropout: float = 0.0, final=None):
         """Masked negative log-likelihood of every prediction in a batch, as one
@@ -296,7 +263,7 @@ class RNNLM:
         for start in range(0, real.size, chunk):
             where = real[start:start + chunk]
             dy.renew_cg()
-            h = _columns(H[:, where])
+            h = as_batch(H[:, where])
             scores = dy.affine_transform([self.b_s.expr(True), self.W_hs.expr(True), h])
             chunk_losses = dy.pickneglogsoftmax_batch(scores, [int(t) for t in targets[where]])
             loss = dy.sum_batches(chunk_losses)
@@ -334,12 +301,12 @@ class RNNLM:
                  for m in self.dropout_masks(batch.size, dropout)]
 
         def expressions():
-            return [None if m is None else _columns(m) for m in masks]
+            return [None if m is None else as_batch(m) for m in masks]
         H = self._top_states(batch, expressions())
         losses, grad = self._softmax_by_chunks(H, batch, scale)
         dy.renew_cg()
         hs = dy.concatenate_to_batch(self._states(batch, None, masks=expressions()))
-        dy.sum_batches(dy.dot_product(hs, _columns(grad))).backward()
+        dy.sum_batches(dy.dot_product(hs, as_batch(grad))).backward()
         return float(losses.sum())
 
     def token_logprobs(self, sentences, batch_size: int = 64, dropout: float = 0.0,
@@ -376,6 +343,12 @@ class RNNLM:
         plus ``info`` (e.g. the corpus the model was trained on). Each file is replaced
         whole; ``checkpoint.json`` is written last, so a save cut short is refused on load.
         Returns what ``checkpoint.json`` holds."""
+        built = [type(layer) for layer in self.layers]
+        if built != [BuilderLayer if isinstance(self.cell, str) else CellLayer] * self.config.layers:
+            raise ValueError(f"this model's layers ({', '.join(t.__name__ for t in built)}) are not the "
+                             f"{self.config.layers} {self.config.cell} layer(s) its configuration rebuilds, so "
+                             "RNNLM.load could not read it back: save its parameters with model.pc.save(path) "
+                             "and rebuild the model in code before model.pc.populate(path)")
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         save_parameters(self.pc, directory / "params.dy")
@@ -427,11 +400,6 @@ def _keep_end(model: RNNLM, batch, final: list) -> None:
     """A segment of a stream keeps its layers' last states, as numbers, for the next segment."""
     if hasattr(batch, "end"):
         batch.end = model.state_values(final)
-
-
-def _columns(array: np.ndarray):
-    """A (d, n) array as a batch of n vectors (DyNet's inputTensor mishandles n = 1)."""
-    return dy.inputTensor(array[:, 0]) if array.shape[1] == 1 else dy.inputTensor(array, batched=True)
 
 
 def _saved_cell(config: Config) -> Cell:
@@ -625,9 +593,15 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
     W, b = model.W_hs.expr(), model.b_s.expr()
     tokens = [list(prompt) for _ in range(n)]
     logprob, finished = np.zeros(n), [False] * n
-    words = [model.vocab.bos] * n
+    words, read = [model.vocab.bos] * n, []
     for t in range(max_length + 1):
-        h = model.advance(states, words)
+        if model.stepwise():
+            h = model.advance(states, words)
+        else:                 # a sequence layer has no step: read the whole prefix again
+            read.append(words)
+            dy.renew_cg()
+            h = model.hidden_states(read)[-1]
+            W, b = model.W_hs.expr(), model.b_s.expr()
         if t < len(prompt):
             words = [model.vocab.index(prompt[t])] * n
             continue
@@ -655,7 +629,7 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
                 tokens[j].append(model.vocab.token(w))
         if all(f is not False for f in finished):
             break
-        if t % SAMPLE_GRAPH_STEPS == SAMPLE_GRAPH_STEPS - 1:
+        if model.stepwise() and t % SAMPLE_GRAPH_STEPS == SAMPLE_GRAPH_STEPS - 1:
             # a fresh graph from the state's numbers: the same values, and memory that does not
             # grow with the sentence (2,000 sentences of 60 steps held 4.5 GB in one graph)
             values = model.state_values(states)

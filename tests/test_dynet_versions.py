@@ -12,7 +12,7 @@ import tomllib
 from tests.conftest import ROOT
 
 OTHER_DYNET = "dyNET38==2.2"
-SUITES = ["tests/test_cells.py", "tests/test_lm.py", "tests/test_data.py", "tests/test_runtime.py",
+SUITES = ["tests/test_cells.py", "tests/test_lm.py", "tests/test_layers.py", "tests/test_data.py", "tests/test_runtime.py",
           *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_checks_ch*.py"))]
 
 
