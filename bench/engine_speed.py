@@ -25,12 +25,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from common import ROOT, report, table
 
 OLD = "c5fa832"          # the last commit with the old loops
 BENCH = Path(__file__).resolve().parent
+MEMORY = {"converge": 1536, "ptb": 1024}      # DyNet's memory (MB) for each run
 
 
 def old_module(name: str, folder: Path):
@@ -50,8 +52,6 @@ def converge_worker(which: str, max_sentences: int, folder: Path) -> dict:
     """One converge run of 2 epochs; its per-epoch perplexities and tokens/s."""
     converge = old_module("converge", folder) if which == "old" else __import__("converge")
     converge.SCHEDULE["max_epochs"] = 2
-    from course import runtime
-    runtime.init(seed=1, mem=1536)
     splits = converge.load_splits(max_sentences)
     record = converge.run("lstm", 1, splits, folder / "records", folder / "work", max_sentences=max_sentences,
                           log=None)
@@ -59,16 +59,15 @@ def converge_worker(which: str, max_sentences: int, folder: Path) -> dict:
     return {"train_ppl": [r["train_ppl"] for r in rows], "valid_ppl": [r["valid_ppl"] for r in rows],
             "tokens_per_s": statistics.mean(r["tokens_per_s"] for r in rows),
             "tokens_per_cpu_s": statistics.mean(r["tokens_per_s"] * r["train_seconds"] / r["train_cpu_seconds"]
-                                                for r in rows)}
+                                                for r in rows),
+            "train_cpu_seconds": sum(r["train_cpu_seconds"] for r in rows)}
 
 
 def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     """The first ``segments`` segments of Zaremba's first PTB epoch; the training perplexity
     over them and tokens/s."""
-    from course import runtime
-    runtime.init(seed=1, mem=1024)            # before course.lm, which starts DyNet
     import ptb
-    from course import lm
+    from course import lm, runtime
     vocab, splits = ptb.load_corpus(corpus())
     if which == "old":
         old = old_module("ptb", folder)
@@ -84,7 +83,7 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     row = lm.train(model, splits["train"], None, ptb.settings(ptb.SMALL, 1, max_batches=segments),
                    schedule=ptb.schedule(ptb.SMALL), progress=False, log=None)[0]
     return {"train_ppl": [row["train_ppl"]], "tokens_per_s": row["tokens_per_s"],
-            "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"]}
+            "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"], "train_cpu_seconds": row["cpu_seconds"]}
 
 
 def corpus() -> str | None:
@@ -98,10 +97,48 @@ def corpus() -> str | None:
         return str(shared) if (shared / "train.txt").is_file() else None
 
 
+def count_work() -> dict:
+    """Count the CPU seconds of what the old loops did too: each batch's forward and backward pass
+    (``RNNLM.train_step``) and the trainer's update. The rest of the engine's training time is its
+    own bookkeeping (building each batch when it is used, the hooks, the progress bar)."""
+    from course import lm
+    spent = {"work": 0.0}
+
+    def timed(function):
+        def run(*args, **options):
+            start = time.process_time()
+            try:
+                return function(*args, **options)
+            finally:
+                spent["work"] += time.process_time() - start
+        return run
+
+    class Trainer:                      # DyNet's trainers cannot be subclassed from Python
+        def __init__(self, real, *args):
+            object.__setattr__(self, "real", real(*args))
+            object.__setattr__(self, "update", timed(self.real.update))
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+        def __setattr__(self, name, value):
+            setattr(self.real, name, value)
+    for name in ("AdamTrainer", "SimpleSGDTrainer"):
+        real = getattr(lm.dy, name)
+        setattr(lm.dy, name, lambda *args, real=real: Trainer(real, *args))
+    lm.RNNLM.train_step = timed(lm.RNNLM.train_step)
+    return spent
+
+
 def worker(args) -> None:
+    from course import runtime
+    runtime.init(seed=1, mem=MEMORY[args.worker])            # before course.lm, which starts DyNet
+    spent = count_work() if args.which == "new" else None
     with tempfile.TemporaryDirectory() as folder:
         result = (converge_worker(args.which, args.max_sentences, Path(folder)) if args.worker == "converge"
                   else ptb_worker(args.which, args.segments, Path(folder)))
+    if spent:
+        result["engine_share"] = 1 - spent["work"] / result["train_cpu_seconds"]
     print(json.dumps(result))
 
 
@@ -129,7 +166,8 @@ def summary(name: str, results: dict) -> list:
     return [name, shown, "identical" if differs == 0 else f"differs by {differs:.1e} (relative)",
             "yes" if same else "no"] + [
         f"{speed['old', clock]:,.0f} / {speed['new', clock]:,.0f} = {speed['new', clock] / speed['old', clock]:.2f}x"
-        for clock in ("tokens_per_cpu_s", "tokens_per_s")]
+        for clock in ("tokens_per_cpu_s", "tokens_per_s")] + [
+        f"{statistics.median(x['engine_share'] for x in results['new']):.2%}"]
 
 
 def main(argv=None):
@@ -157,9 +195,14 @@ def main(argv=None):
             "loop's, per epoch (train; valid), and how far the engine's are from them. Speed: training "
             "tokens (evaluation excluded) per second of this process's CPU time, and per wall second, "
             "old / engine, the medians. The machine's 2 cores are shared with other work, so the wall "
-            "clock counts the time others held the core: the CPU column is the comparison.\n\n"
+            "clock counts the time others held the core: the CPU column is the comparison. The engine's "
+            "own share: its training CPU time outside what the old loops did too (each batch's forward "
+            "and backward pass, `RNNLM.train_step`, and the trainer's update), counted in the same runs: "
+            "building each batch when it is used (the old converge loop built them all before its clock "
+            "started), the hooks and the bookkeeping.\n\n"
             + table(["run", "perplexities (old loop)", "engine's", "same in every repeat",
-                     "tokens per CPU s: old / engine", "tokens per wall s: old / engine"], rows))
+                     "tokens per CPU s: old / engine", "tokens per wall s: old / engine",
+                     "engine's own share of its training CPU"], rows))
     command = f"python bench/engine_speed.py --repeats {args.repeats} --max-sentences {args.max_sentences} " \
               f"--segments {args.segments}"
     report("engine_speed", "One engine against the loops it replaced", body, command)

@@ -767,9 +767,10 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
             carried = source.carry(batch)
             state.batch, state.nll = index + 1, state.nll + nll
             state.predictions += batch.n_predictions
-            bar.update()
-            bar.set_postfix(ppl=f"{math.exp(min(state.nll / state.predictions, 50)):.1f}",
-                            tok_s=f"{state.predictions / (time.perf_counter() - start):.0f}", refresh=False)
+            if progress:
+                bar.update()
+                bar.set_postfix(ppl=f"{math.exp(min(state.nll / state.predictions, 50)):.1f}",
+                                tok_s=f"{state.predictions / (time.perf_counter() - start):.0f}", refresh=False)
         bar.close()
         seconds = time.perf_counter() - start
         row = {"epoch": epoch, "train_ppl": perplexity(state.nll, state.predictions),
