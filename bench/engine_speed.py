@@ -67,9 +67,12 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     over them and tokens/s."""
     from course import runtime
     runtime.init(seed=1, mem=1024)            # before course.lm, which starts DyNet
-    import ptb
+    from penn.corpus import load_corpus
+    from penn.models import SMALL, build_model
+    from penn.training import schedule, settings
+
     from course import lm
-    vocab, splits = ptb.load_corpus(corpus())
+    vocab, splits = load_corpus(corpus())
     if which == "old":
         old = old_module("ptb", folder)
         model = old.build_model("lstm", vocab, old.SMALL)
@@ -80,9 +83,9 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
         nll, count, seconds, cpu = old.train_epoch(model, trainer, data, old.SMALL["steps"], max_segments=segments)
         return {"train_ppl": [lm.perplexity(nll, count)], "tokens_per_s": count / seconds,
                 "tokens_per_cpu_s": count / cpu}
-    model = ptb.build_model("lstm", vocab, ptb.SMALL)
-    row = lm.train(model, splits["train"], None, ptb.settings(ptb.SMALL, 1, max_batches=segments),
-                   schedule=ptb.schedule(ptb.SMALL), progress=False, log=None)[0]
+    model = build_model("lstm", vocab, SMALL)
+    row = lm.train(model, splits["train"], None, settings(SMALL, 1, max_batches=segments),
+                   schedule=schedule(SMALL), progress=False, log=None)[0]
     return {"train_ppl": [row["train_ppl"]], "tokens_per_s": row["tokens_per_s"],
             "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"]}
 
