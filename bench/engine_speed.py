@@ -66,9 +66,12 @@ def converge_worker(which: str, max_sentences: int, folder: Path) -> dict:
 def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     """The first ``segments`` segments of Zaremba's first PTB epoch; the training perplexity
     over them and tokens/s."""
-    import ptb
+    from penn.corpus import load_corpus
+    from penn.models import SMALL, build_model
+    from penn.training import schedule, settings
+
     from course import lm, runtime
-    vocab, splits = ptb.load_corpus(corpus())
+    vocab, splits = load_corpus(corpus())
     if which == "old":
         old = old_module("ptb", folder)
         model = old.build_model("lstm", vocab, old.SMALL)
@@ -79,9 +82,9 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
         nll, count, seconds, cpu = old.train_epoch(model, trainer, data, old.SMALL["steps"], max_segments=segments)
         return {"train_ppl": [lm.perplexity(nll, count)], "tokens_per_s": count / seconds,
                 "tokens_per_cpu_s": count / cpu}
-    model = ptb.build_model("lstm", vocab, ptb.SMALL)
-    row = lm.train(model, splits["train"], None, ptb.settings(ptb.SMALL, 1, max_batches=segments),
-                   schedule=ptb.schedule(ptb.SMALL), progress=False, log=None)[0]
+    model = build_model("lstm", vocab, SMALL)
+    row = lm.train(model, splits["train"], None, settings(SMALL, 1, max_batches=segments),
+                   schedule=schedule(SMALL), progress=False, log=None)[0]
     return {"train_ppl": [row["train_ppl"]], "tokens_per_s": row["tokens_per_s"],
             "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"], "train_cpu_seconds": row["cpu_seconds"]}
 

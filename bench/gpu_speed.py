@@ -3,7 +3,7 @@ and PyTorch's ``nn.LSTM`` on the same GPU, in one run (issue 22).
 
 Two configurations of Zaremba et al. (2014), both with the 10k-word PTB softmax:
 
-* ``small``: 2 layers of 200, embeddings of 200, batch 20, 20 steps (bench/ptb.py's SMALL);
+* ``small``: 2 layers of 200, embeddings of 200, batch 20, 20 steps (SMALL in bench/penn/models.py);
 * ``medium``: 2 layers of 650, embeddings of 650, batch 20, 35 steps.
 
 Every row trains the same way bench/ptb.py does: truncated backpropagation over the
@@ -80,10 +80,12 @@ def find_ptb(given: str | None) -> Path | None:
 def training_columns(ptb: Path | None, tokens_needed: int, batch: int = 20):
     """(columns of shape (batch, n), vocabulary size, what the text is)."""
     import numpy as np
-    import ptb as ptb_bench
+    from penn.corpus import load_corpus
+
+    from course.sources import columns, stream_ids
     if ptb is not None:
-        vocab, splits = ptb_bench.load_corpus(str(ptb))
-        ids = ptb_bench.stream_ids(splits["train"], vocab)
+        vocab, splits = load_corpus(str(ptb))
+        ids = stream_ids(splits["train"], vocab)
         what = f"Penn Treebank's training split ({len(ids):,} tokens, vocabulary {len(vocab):,}) from {ptb.name}/"
         size = len(vocab)
     else:
@@ -95,7 +97,7 @@ def training_columns(ptb: Path | None, tokens_needed: int, batch: int = 20):
                 "found: pass --ptb DIR for the real text; the speed depends on the vocabulary size only)")
         size = PTB_VOCAB
     ids = ids[:max(tokens_needed, 2 * batch)]
-    return ptb_bench.columns(ids, batch), size, what
+    return columns(ids, batch), size, what
 
 
 # --------------------------------------------------------------------------- workers
@@ -111,16 +113,18 @@ def dynet_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
         runtime.init(seed=config["seed"], mem=DYNET_MEM_MB, gpu=gpu)
     except runtime.GPUUnavailable as err:
         skip(str(err))
-    import ptb as ptb_bench
+    from penn.models import SMALL, build_model
+    from penn.training import settings
+
     from course.data import Vocab
     from course import lm
     from course.sources import Stream
     vocab = Vocab(["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(vocab_size - 3)])
     cell = "lstm" if row.endswith("builder") else None      # None: the course's LSTM (hand-lstm)
-    model = ptb_bench.build_model("lstm", vocab, config, cell=cell)
+    model = build_model("lstm", vocab, config, cell=cell)
     stream = Stream.of_rows(data, config["steps"])
     for n in (1, segments):                                  # a warm-up segment, then the timed ones
-        done = lm.train(model, stream, None, ptb_bench.settings({**ptb_bench.SMALL, **config}, 1, max_batches=n),
+        done = lm.train(model, stream, None, settings({**SMALL, **config}, 1, max_batches=n),
                         progress=False, log=None)[0]
     count, seconds = done["tokens"], done["seconds"]
     device = next((line.strip() for line in runtime.banner.splitlines() if "Device name" in line), "")

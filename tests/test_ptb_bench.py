@@ -1,4 +1,5 @@
-"""bench/ptb.py: Zaremba's stream training, resumable runs, the tables, the speed variants.
+"""bench/ptb.py (its code: bench/penn/): Zaremba's stream training, resumable runs, the tables,
+the speed variants.
 
 The bench code runs here on a few hundred Penn Treebank sentences (from
 data/external/ptb once fetched, or the copy beside the repository) with a tiny
@@ -14,13 +15,20 @@ import pytest
 
 from tests.conftest import SHARED_PTB
 
-import ptb  # bench/ptb.py
+from penn.corpus import load_corpus
+from penn.figure import plot_curves
+from penn.growth import growth_table, measure_growth, state_growth
+from penn.models import CHANGED, LOWER_LR, MODELS, PAPER_NAME, SMALL, build_model, config_of
+from penn.speed import SPEED_VARIANTS, measure, speed_cell, step_softmax_class
+from penn.tables import common_epochs, tables
+from penn.training import (diverged, failed_in_training, learning_rate, load_records, schedule, settings,
+                           train_model)
 
 from course import lm, runtime, sources
 from course.corpora import CorpusError, corpus_files
 
 dy = runtime.dynet()
-TINY = {**ptb.SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
+TINY = {**SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
 
 
 def ptb_source():
@@ -48,7 +56,7 @@ def made_up_corpus(directory):
 def corpus(tmp_path_factory):
     """(vocab, splits): 300 training sentences, 40 valid, 40 test."""
     source = ptb_source() or made_up_corpus(tmp_path_factory.mktemp("fake_ptb"))
-    vocab, splits = ptb.load_corpus(source, max_sentences=300)
+    vocab, splits = load_corpus(source, max_sentences=300)
     splits["valid"], splits["test"] = splits["valid"][:40], splits["test"][:40]
     return vocab, splits
 
@@ -92,11 +100,11 @@ def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
     if source is None:
         pytest.skip(f"no Penn Treebank copy (data/external/ptb or {SHARED_PTB}): fetch it with "
                     "`python -m course data fetch ptb --from DIR`")
-    segments, c = 30, ptb.SMALL
-    vocab, splits = ptb.load_corpus(source)
-    model = ptb.build_model("lstm", vocab, c)
-    bench_row = lm.train(model, splits["train"], None, ptb.settings(c, 1, max_batches=segments),
-                         schedule=ptb.schedule(c), progress=False, log=None)[0]
+    segments, c = 30, SMALL
+    vocab, splits = load_corpus(source)
+    model = build_model("lstm", vocab, c)
+    bench_row = lm.train(model, splits["train"], None, settings(c, 1, max_batches=segments),
+                         schedule=schedule(c), progress=False, log=None)[0]
     (tmp_path / "hand_lstm.py").write_text(HAND_LSTM)
     args = ["--corpus", source, "--cell", "hand_lstm.py:lstm_step", "--stream", "--bptt", c["steps"],
             "--batch-size", c["batch"], "--layers", c["layers"], "--embed", c["embed"], "--hidden", c["hidden"],
@@ -116,13 +124,13 @@ def test_ptb_stream_has_zarembas_sizes():
     if source is None:
         pytest.skip(f"no Penn Treebank copy (data/external/ptb or {SHARED_PTB}): fetch it with "
                     "`python -m course data fetch ptb --from DIR`")
-    vocab, splits = ptb.load_corpus(source)
+    vocab, splits = load_corpus(source)
     assert len(vocab) == 10001                    # PTB's 10k (</s> included) and the course's <s>
     ids = sources.stream_ids(splits["train"], vocab)
     assert len(ids) == 929589 + 1                 # the published 929,589 tokens with </s>, + the leading </s>
-    stream = sources.Stream(splits["train"], vocab, 20, ptb.SMALL["steps"])
+    stream = sources.Stream(splits["train"], vocab, 20, SMALL["steps"])
     assert stream.data.shape == (20, 46479)
-    assert ptb.SMALL["steps"] == 20                # the small configuration's seq_length / num_steps
+    assert SMALL["steps"] == 20                    # the small configuration's seq_length / num_steps
     assert len(stream) == 2323                     # (46,479 - 1) // 20
     assert len(sources.stream_ids(splits["test"], vocab)) - 1 == 82430
 
@@ -133,8 +141,8 @@ def test_carried_state_continues_the_stream_exactly(corpus, cell):
     state); starting the second from zeros instead ends elsewhere, so the carry matters."""
     vocab, splits = corpus
     from autograder.reference.cells import make_cell
-    model = ptb.build_model("lstm", vocab, {**TINY, "init_scale": 0.5},
-                            cell=cell if cell in lm.BUILDERS else make_cell(cell.removeprefix("hand-")))
+    model = build_model("lstm", vocab, {**TINY, "init_scale": 0.5},
+                        cell=cell if cell in lm.BUILDERS else make_cell(cell.removeprefix("hand-")))
     data = sources.columns(sources.stream_ids(splits["train"], vocab), 3)[:, :13]
 
     def run(start, end, carried=None):
@@ -158,7 +166,7 @@ def test_carried_state_continues_the_stream_exactly(corpus, cell):
 def test_stream_perplexity_reads_each_split_as_one_stream(corpus):
     """Evaluation in segments with the state carried = the whole split in one segment."""
     vocab, splits = corpus
-    model = ptb.build_model("lstm", vocab, {**TINY, "init_scale": 0.5})
+    model = build_model("lstm", vocab, {**TINY, "init_scale": 0.5})
     ids = sources.stream_ids(splits["valid"][:6], vocab)
     dy.renew_cg()
     data = sources.columns(ids, 1)
@@ -170,7 +178,7 @@ def test_stream_perplexity_reads_each_split_as_one_stream(corpus):
 
 def test_every_parameter_starts_uniform_in_plus_minus_0_1(corpus):
     vocab, _ = corpus
-    model = ptb.build_model("lstm-srnn", vocab, {**TINY, "hidden": 32, "embed": 32})
+    model = build_model("lstm-srnn", vocab, {**TINY, "hidden": 32, "embed": 32})
     values = np.concatenate([p.as_array().ravel() for p in model.pc.parameters_list()] +
                             [p.as_array().ravel() for p in model.pc.lookup_parameters_list()])
     assert values.size == model.param_count()
@@ -183,33 +191,33 @@ def test_every_parameter_starts_uniform_in_plus_minus_0_1(corpus):
 def test_learning_rate_schedule_is_zarembas(tiny_corpus):
     expected = [1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
                 0.001953125]
-    assert [ptb.learning_rate(e) for e in range(1, 14)] == expected
+    assert [learning_rate(e) for e in range(1, 14)] == expected
     # the same schedule as course.lm.train's decay_after (the course's own trainer)
     from course.data import Vocab
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", 4, 4)
     history = lm.train(model, tiny_corpus, tiny_corpus[:5], epochs=6, batch_size=16, optimizer="sgd",
                        lr=1.0, lr_decay=0.5, decay_after=4, progress=False, log=None)
-    assert [row["lr"] for row in history] == [ptb.learning_rate(e) for e in range(1, 7)]
+    assert [row["lr"] for row in history] == [learning_rate(e) for e in range(1, 7)]
     # a run that changes the budget changes only what it says it changes
-    changed = ptb.config_of("srnn-lr0.1")
-    assert changed == {**ptb.SMALL, "lr": 0.1} and ptb.config_of("srnn") == ptb.SMALL
-    assert [ptb.learning_rate(e, changed) for e in (1, 4, 5, 6)] == pytest.approx([0.1, 0.1, 0.05, 0.025])
+    changed = config_of("srnn-lr0.1")
+    assert changed == {**SMALL, "lr": 0.1} and config_of("srnn") == SMALL
+    assert [learning_rate(e, changed) for e in (1, 4, 5, 6)] == pytest.approx([0.1, 0.1, 0.05, 0.025])
 
 
 def test_every_lower_rate_run_is_its_base_model_with_only_the_rate_changed():
-    expected = {f"{base}-lr{lr:g}" for base, rates in ptb.LOWER_LR.items() for lr in rates}
-    assert set(ptb.CHANGED) == expected and "gru-lr0.5" in expected and "ran-tanh-lr0.1" in expected
+    expected = {f"{base}-lr{lr:g}" for base, rates in LOWER_LR.items() for lr in rates}
+    assert set(CHANGED) == expected and "gru-lr0.5" in expected and "ran-tanh-lr0.1" in expected
     for name in expected:
-        base = ptb.PAPER_NAME[name]
-        assert ptb.MODELS[name][0] == ptb.MODELS[base][0]              # the same cell
-        assert ptb.config_of(name) == {**ptb.SMALL, "lr": ptb.CHANGED[name]["lr"]}
-        assert ptb.MODELS[name][1].endswith(f"learning rate {ptb.CHANGED[name]['lr']:g}")
-    order = list(ptb.MODELS)                                          # each right after its base model
+        base = PAPER_NAME[name]
+        assert MODELS[name][0] == MODELS[base][0]              # the same cell
+        assert config_of(name) == {**SMALL, "lr": CHANGED[name]["lr"]}
+        assert MODELS[name][1].endswith(f"learning rate {CHANGED[name]['lr']:g}")
+    order = list(MODELS)                                              # each right after its base model
     for name in expected:
-        base = ptb.PAPER_NAME[name]
+        base = PAPER_NAME[name]
         between = order[order.index(base) + 1:order.index(name)]
-        assert all(ptb.PAPER_NAME.get(n) == base for n in between)
-    assert ptb.MODELS["srnn-lr0.1"][1] == "S-RNN, learning rate 0.1"   # not "S-RNN (LSTM - GATES), ..."
+        assert all(PAPER_NAME.get(n) == base for n in between)
+    assert MODELS["srnn-lr0.1"][1] == "S-RNN, learning rate 0.1"   # not "S-RNN (LSTM - GATES), ..."
 
 
 class Interrupt(Exception):
@@ -225,7 +233,7 @@ def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkey
         raise Interrupt
 
     with pytest.raises(Interrupt):                        # killed after its first epoch
-        ptb.train_model("lstm", vocab, splits, 3, config, after_epoch=stop, **where)
+        train_model("lstm", vocab, splits, 3, config, after_epoch=stop, **where)
     saved = json.loads((tmp_path / "results" / "lstm.json").read_text())
     assert [r["epoch"] for r in saved["epochs"]] == [1]
     assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e1.dy"]
@@ -233,32 +241,32 @@ def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkey
     calls = []
     real_train = lm.train
     monkeypatch.setattr(lm, "train", lambda *a, **k: calls.append(k["resume"].epoch) or real_train(*a, **k))
-    resumed = ptb.train_model("lstm", vocab, splits, 3, config, **where)
+    resumed = train_model("lstm", vocab, splits, 3, config, **where)
     assert calls == [2]                                   # epochs 2 and 3 only, through the engine
     assert resumed["epochs"][0] == saved["epochs"][0]
     assert [r["lr"] for r in resumed["epochs"]] == [1.0, 0.5, 0.25]
     assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e3.dy"]
 
-    again = ptb.train_model("lstm", vocab, splits, 3, config, **where)
+    again = train_model("lstm", vocab, splits, 3, config, **where)
     assert calls == [2] and again == resumed              # finished: nothing retrained
 
     # the interrupted-and-resumed run is the run that was never interrupted
-    straight = ptb.train_model("lstm", vocab, splits, 3, config, runs=tmp_path / "r2",
-                               work=tmp_path / "w2", log=lambda line: None)
+    straight = train_model("lstm", vocab, splits, 3, config, runs=tmp_path / "r2",
+                           work=tmp_path / "w2", log=lambda line: None)
     for a, b in zip(straight["epochs"], resumed["epochs"]):
         assert a["test_ppl"] == pytest.approx(b["test_ppl"], rel=1e-6)
         assert a["train_ppl"] == pytest.approx(b["train_ppl"], rel=1e-6)
 
     changed = {**config, "hidden": 12}                    # another configuration is refused, not mixed in
     with pytest.raises(ValueError, match="move it away"):
-        ptb.train_model("lstm", vocab, splits, 4, changed, **where)
+        train_model("lstm", vocab, splits, 4, changed, **where)
 
 
 def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     vocab, splits = corpus
     runs = tmp_path / "results"
-    real = ptb.train_model("srnn", vocab, splits, 1, TINY, runs=runs, work=tmp_path / "w", log=lambda line: None)
-    text = ptb.tables(13, runs)
+    real = train_model("srnn", vocab, splits, 1, TINY, runs=runs, work=tmp_path / "w", log=lambda line: None)
+    text = tables(13, runs)
     row = next(line for line in text.splitlines() if line.startswith("| S-RNN"))
     assert f"**{real['epochs'][0]['test_ppl']:.1f}**" in row and "| 1 of 13 |" in row
     assert "| LSTM | hand-lstm |  | not run |" in text
@@ -274,7 +282,7 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     fake = {"lstm": 120.0, "srnn": 160.0, "gru": 118.0, "lstm-srnn": 117.0, "lstm-srnn-out": 121.0,
             "lstm-srnn-hidden": 140.0, "ran-identity": 125.0, "ran-tanh": 119.0}
     for name, test_ppl in fake.items():
-        rows = [{"epoch": e, "lr": ptb.learning_rate(e), "train_ppl": 100.0, "valid_ppl": test_ppl + 5,
+        rows = [{"epoch": e, "lr": learning_rate(e), "train_ppl": 100.0, "valid_ppl": test_ppl + 5,
                  "test_ppl": test_ppl, "train_tokens": 1000, "train_seconds": 2.0, "train_cpu_seconds": 1.0,
                  "eval_seconds": 1.0}
                 for e in range(1, 14)]
@@ -282,9 +290,9 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
                                                        "epochs": rows}))
     (runs / "speed.json").write_text(json.dumps({
         "rounds": 3, "segments": 8, "load_average": [1.0, 1.0, 1.0],
-        "tokens_per_cpu_s": {v["label"]: 500.0 + 100 * k for k, v in enumerate(ptb.SPEED_VARIANTS)},
-        "tokens_per_s": {v["label"]: 300.0 for v in ptb.SPEED_VARIANTS}}))
-    text = ptb.tables(13, runs)
+        "tokens_per_cpu_s": {v["label"]: 500.0 + 100 * k for k, v in enumerate(SPEED_VARIANTS)},
+        "tokens_per_s": {v["label"]: 300.0 for v in SPEED_VARIANTS}}))
+    text = tables(13, runs)
     assert "| LSTM | lstm | 1,234,567 | 13 | 125.0 | **120.0** | 500 | 1,000 | 1 min |" in text
     assert "S-RNN (LSTM - GATES) far behind" in text and "**holds** (+33%)" in text
     assert "Ablations of the S-RNN close to the LSTM" in text and "**does not hold**" in text
@@ -302,7 +310,7 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
         for row in record["epochs"]:
             row["test_ppl"] = fake[name] + 10 * (stop - row["epoch"]) + 40
         (runs / f"{name}.json").write_text(json.dumps(record))
-    text = ptb.tables(13, runs)
+    text = tables(13, runs)
     assert "### The same budget for every model: the first 3 epoch(s)" in text
     assert "learning rate 1)" in text and "has not started to decay" in text
     assert "| S-RNN (LSTM - GATES) | 200.0 (+67%) |" in text           # srnn epoch 3 vs lstm's 120.0
@@ -319,19 +327,19 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
                 for e in range(1, 14)]
         (runs / f"{name}.json").write_text(json.dumps({"model": name, "cell": "ran-tanh", "params": 1,
                                                        "vocab": 1000, "epochs": rows}))
-    text = ptb.tables(13, runs)
+    text = tables(13, runs)
     assert "RAN (tanh) as good as the LSTM or better" in text
     assert "**does not hold** (+17% at learning rate 0.1, a changed budget)." in text      # 140 vs 120
     assert "| RAN (tanh), learning rate 0.1 |" in text
     for name in ("ran-tanh-lr0.5", "ran-tanh-lr0.1"):
         (runs / f"{name}.json").unlink()
-    text = ptb.tables(13, runs)
+    text = tables(13, runs)
     assert "RAN (tanh) as good as the LSTM or better" in text
     assert "every run of it diverged. Other runs: learning rate 0.5, not run; 0.1, not run." in text
     record = json.loads((runs / "ran-tanh.json").read_text())       # diverged in its first epoch
     record["epochs"] = record["epochs"][:1]
     (runs / "ran-tanh.json").write_text(json.dumps(record))
-    text = ptb.tables(13, runs)
+    text = tables(13, runs)
     assert "| RAN (tanh) | only 1 of 13 epochs (diverged) |" in text
     assert "every run of it so far diverged. Other runs: learning rate 1, diverged in epoch 1; 0.5, not run; 0.1, not run." in text
     (runs / "ran-tanh.json").unlink()
@@ -342,16 +350,16 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     record["vocab"] = 150
     record["epochs"] += [{**record["epochs"][-1], "epoch": e} for e in range(4, 14)]
     (runs / "srnn.json").write_text(json.dumps(record))
-    text = ptb.tables(13, runs)
+    text = tables(13, runs)
     assert "### The same budget for every model: the first 5 epoch(s)" in text
     assert "**200.0** (diverged) |" in text and "| S-RNN (LSTM - GATES) | 200: diverged |" in text
     assert "far behind (criterion: > 20% above the LSTM; the papers: +60 to +68%): **not judged**" in text
-    assert ptb.plot_curves(ptb.load_records(runs), tmp_path / "curves.png").stat().st_size > 10_000
-    assert ptb.plot_curves({}, tmp_path / "none.png") is None
+    assert plot_curves(load_records(runs), tmp_path / "curves.png").stat().st_size > 10_000
+    assert plot_curves({}, tmp_path / "none.png") is None
 
-    first = ptb.SPEED_VARIANTS[0]["label"]
+    first = SPEED_VARIANTS[0]["label"]
     assert f"| {first} | 500 |  | 1.00x | 300 |" in text
-    assert f"| {ptb.SPEED_VARIANTS[2]['label']} | 700 |  | 1.40x | 300 |" in text
+    assert f"| {SPEED_VARIANTS[2]['label']} | 700 |  | 1.40x | 300 |" in text
     assert "one softmax per step runs at 1.80x" in text and "about 33% of the cost" in text
 
 
@@ -375,10 +383,10 @@ def _copy_lstm_weights(source, target, layout):
 def test_speed_variants_compute_the_same_model(corpus, layout):
     """The bench-only LSTM layouts and the per-step softmax change the speed, not the numbers."""
     vocab, splits = corpus
-    hand = ptb.build_model("lstm", vocab, TINY)
-    other = ptb.build_model("lstm", vocab, TINY, cell=ptb.speed_cell(layout))
+    hand = build_model("lstm", vocab, TINY)
+    other = build_model("lstm", vocab, TINY, cell=speed_cell(layout))
     _copy_lstm_weights(hand, other, layout)
-    step = ptb.build_model("lstm", vocab, TINY, kind=ptb._step_softmax_class())
+    step = build_model("lstm", vocab, TINY, kind=step_softmax_class())
     for a, b in zip(hand.pc.parameters_list() + hand.pc.lookup_parameters_list(),
                     step.pc.parameters_list() + step.pc.lookup_parameters_list()):
         (b.set_value if hasattr(b, "set_value") else b.init_from_array)(a.as_array())
@@ -393,10 +401,10 @@ def test_speed_variants_compute_the_same_model(corpus, layout):
 
 def test_measure_times_every_variant(corpus):
     vocab, splits = corpus
-    for variant in ptb.SPEED_VARIANTS:
+    for variant in SPEED_VARIANTS:
         if variant.get("mem") or variant.get("autobatch"):
             continue                                      # need a fresh process (tested by --speed)
-        speed = ptb.measure(variant, vocab, splits["train"], 2, TINY)
+        speed = measure(variant, vocab, splits["train"], 2, TINY)
         assert all(speed[clock] > 0 and math.isfinite(speed[clock]) for clock in ("wall", "cpu"))
 
 
@@ -405,13 +413,13 @@ def test_state_growth_measures_the_memory_cell_along_the_stream(corpus):
     a * f^k at every step: its cell after n tokens is sum_{k<n} a f^k, exactly, in both
     layers, while its output tanh(c) stays below 1."""
     vocab, splits = corpus
-    model = ptb.build_model("ran-tanh", vocab, TINY)
+    model = build_model("ran-tanh", vocab, TINY)
     for layer in model.layers:
         for name, p in layer.params.items():
             p.set_value(np.full(p.shape(), {"b_i": 10.0, "b_f": 10.0, "b_u": 0.5}.get(name, 0.0)))
     ids = sources.stream_ids(splits["train"], vocab)
     assert len(ids) > 1_001
-    growth = ptb.state_growth(model, ids, marks=(100, 1_000))
+    growth = state_growth(model, ids, marks=(100, 1_000))
     gate = 1 / (1 + math.exp(-10.0))
     for mark in (100, 1_000):
         expected = sum(0.5 * gate * gate ** k for k in range(mark))
@@ -424,15 +432,15 @@ def test_state_growth_measures_the_memory_cell_along_the_stream(corpus):
 def test_measure_growth_trains_apart_and_renders(corpus, tmp_path, monkeypatch):
     vocab, splits = corpus
     small = {**splits, "valid": splits["valid"][:10]}
-    monkeypatch.setattr(ptb, "config_of", lambda name: TINY)
-    result = ptb.measure_growth(["lstm-srnn-out", "ran-tanh"], vocab, small, epochs=1, work=tmp_path,
-                                log=lambda line: None)
+    monkeypatch.setattr("penn.growth.config_of", lambda name: TINY)
+    result = measure_growth(["lstm-srnn-out", "ran-tanh"], vocab, small, epochs=1, work=tmp_path,
+                            log=lambda line: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lstm-srnn-out", "lstm-srnn-out.json", "ran-tanh",
                                                           "ran-tanh.json"]
     assert set(result["models"]) == {"lstm-srnn-out", "ran-tanh"}
     for m in result["models"].values():
         assert len(m["max_abs_cell"]["end"]) == TINY["layers"] and math.isfinite(m["ppl"])
-    text = ptb.growth_table(result)
+    text = growth_table(result)
     assert "| RAN (tanh) | c itself | tanh(c) |" in text and "| LSTM - S-RNN - OUT | h = tanh(c) | tanh(c) |" in text
     assert "after 100 tokens" in text and "at the end" in text
     assert text.index("after 100 tokens") < text.index("at the end")
@@ -449,38 +457,38 @@ def test_the_shared_budget_counts_each_cell_by_its_longest_run():
 
     records = {"lstm": record(13), "gru": record(3), "gru-lr0.5": record(9), "ran-tanh-lr0.1": record(1),
                "ran-tanh-lr0.5": record(13), "srnn": record(3, ppl=1e6)}
-    assert ptb.common_epochs(records, 13) == 9
+    assert common_epochs(records, 13) == 9
     records["srnn-lr0.1"] = record(4)
-    assert ptb.common_epochs(records, 13) == 4
-    assert ptb.common_epochs({"srnn": record(3, ppl=1e6)}, 13) == 0
+    assert common_epochs(records, 13) == 4
+    assert common_epochs({"srnn": record(3, ppl=1e6)}, 13) == 0
 
 
 def test_a_diverged_run_is_recorded_and_not_continued(corpus, tmp_path, monkeypatch):
     vocab, splits = corpus
     calls = []
-    real_build, real_train = ptb.build_model, lm.train
+    real_build, real_train = build_model, lm.train
 
     def poisoned(*a, **k):                # a model whose loss is NaN from its first segment on
         model = real_build(*a, **k)
         model.embeddings.init_from_array(np.full(model.embeddings.shape(), np.nan))
         calls.append(model.W_hs.as_array().copy())
         return model
-    monkeypatch.setattr(ptb, "build_model", poisoned)
+    monkeypatch.setattr("penn.training.build_model", poisoned)
     monkeypatch.setattr(lm, "train", lambda model, *a, **k: calls.append(model) or real_train(model, *a, **k))
     where = {"runs": tmp_path / "results", "work": tmp_path / "work", "log": lambda line: None}
-    record = ptb.train_model("lstm", vocab, splits, 3, TINY, **where)
+    record = train_model("lstm", vocab, splits, 3, TINY, **where)
     before, model = calls
     assert np.array_equal(model.W_hs.as_array(), before)                    # never updated from a NaN loss
     assert len(record["epochs"]) == 1 and record["epochs"][0]["train_tokens"] == 0   # stopped in epoch 1 of 3
-    assert record["epochs"][0]["train_ppl"] == math.inf and ptb.diverged(record["epochs"][0], record)
-    again = ptb.train_model("lstm", vocab, splits, 3, TINY, **where)
+    assert record["epochs"][0]["train_ppl"] == math.inf and diverged(record["epochs"][0], record)
+    again = train_model("lstm", vocab, splits, 3, TINY, **where)
     assert len(calls) == 3 and again == json.loads((tmp_path / "results" / "lstm.json").read_text())
 
     # a test perplexity that overflows is reported as diverged but does not stop training:
     # only the training and valid splits decide whether a run goes on
     row = {"train_ppl": 80.0, "valid_ppl": 140.0, "test_ppl": math.inf}
-    assert ptb.diverged(row, {"vocab": 1000}) and not ptb.failed_in_training(row, {"vocab": 1000})
-    assert ptb.failed_in_training({**row, "valid_ppl": 2000.0}, {"vocab": 1000})
+    assert diverged(row, {"vocab": 1000}) and not failed_in_training(row, {"vocab": 1000})
+    assert failed_in_training({**row, "valid_ppl": 2000.0}, {"vocab": 1000})
 
 
 def test_growth_table_says_what_became_of_the_identity_ran():
@@ -489,12 +497,12 @@ def test_growth_table_says_what_became_of_the_identity_ran():
 
     result = {"epochs": 1, "split": "valid", "models": {
         "lstm-srnn-out": measured(9.0), "ran-tanh": measured(50_000.0), "ran-identity-lr0.5": measured(3.0)}}
-    text = ptb.growth_table(result)
+    text = growth_table(result)
     assert "reach at most 9.0; the RAN (tanh)'s reach 50,000 or more, growing at every mark" in text
     assert "The RAN (identity) has the same gates but outputs c itself" in text and "at most 3.0." in text
     assert "infinite perplexity" not in text
     rows = [{"epoch": e, "valid_ppl": v, "test_ppl": t} for e, v, t in
             ((1, 200.0, 190.0), (2, 150.0, math.inf), (3, math.inf, math.inf))]
-    text = ptb.growth_table(result, {"ran-identity-lr0.5": {"epochs": rows}})
+    text = growth_table(result, {"ran-identity-lr0.5": {"epochs": rows}})
     assert ("reached an infinite perplexity on the test stream after epoch 2 and on the valid stream after "
             "epoch 3; nothing in the cell itself bounds it.") in text

@@ -1,0 +1,178 @@
+"""Training under Zaremba's budget: the schedule and the settings course.lm.train takes, the
+resumable runs (checkpoints in runs/ptb/, records in bench/results/ptb/), and what a record
+says of a run (diverged, or failed in training and not continued)."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+from common import RESULTS, ROOT, machine
+from penn.models import MODELS, SMALL, build_model, config_of
+
+from course import runtime
+from course.files import save_parameters, write_json
+from course.sources import stream_ids, stream_perplexity
+
+RUNS = RESULTS / "ptb"
+WORK = ROOT / "runs" / "ptb"
+
+
+def schedule(config=SMALL):
+    """Zaremba's schedule: lr for the first ``decay_after`` epochs, then multiplied by
+    ``decay`` after every further epoch (course.schedules.FixedDecay)."""
+    from course import schedules
+    return schedules.FixedDecay(config["decay"], config["decay_after"])
+
+
+def learning_rate(epoch: int, config=SMALL) -> float:
+    """The rate of ``epoch`` (counted from 1) under :func:`schedule`."""
+    lr = config["lr"]
+    for finished in range(1, epoch):
+        lr = schedule(config).next_lr(lr, finished, None)
+    return lr
+
+
+def settings(config=SMALL, epochs: int | None = None, max_batches: int | None = None):
+    """The configuration as course.lm.train takes it: a stream in ``batch`` rows, segments of
+    ``steps``, SGD with the gradient norm clipped."""
+    from course.settings import Settings
+    return Settings(embed=config["embed"], hidden=config["hidden"], layers=config["layers"],
+                    init_scale=config["init_scale"], stream=True,
+                    bptt=config["steps"], batch_size=config["batch"], optimizer="sgd", lr=config["lr"],
+                    clip=config["clip"], lr_decay=config["decay"], decay_after=config["decay_after"],
+                    seed=config["seed"], epochs=epochs or config["epochs"], max_batches=max_batches)
+
+
+def runs_dir(max_sentences=None) -> Path:
+    """Where the records go: bench/results/ptb for real runs; smoke tests (a capped
+    corpus) keep theirs beside their checkpoints, out of the results."""
+    return RUNS if not max_sentences else WORK / "smoke"
+
+
+def run_name(name: str, max_sentences=None) -> str:
+    return name if not max_sentences else f"{name}-n{max_sentences}"
+
+
+def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, work=WORK,
+                max_sentences=None, cell=None, log=print, after_epoch=None) -> dict:
+    """Train (or continue training) one model to ``epochs`` epochs; return its record.
+
+    After epoch k the parameters are saved to ``work/NAME/params-eK.dy``, then the
+    record (one row per epoch) to ``runs/NAME.json``, then the previous checkpoint is
+    removed; the record says which checkpoint belongs to it, so a run that stops
+    anywhere continues from its last finished epoch. ``after_epoch(row)`` is called
+    after all that (the tests interrupt a run there).
+    """
+    runtime.dynet()             # DyNet started (with its seed and memory) before course.lm is imported
+    config = config or config_of(name)
+    runs, work = Path(runs), Path(work)
+    key = run_name(name, max_sentences)
+    record_path = runs / f"{key}.json"
+
+    def checkpoint_of(epoch):
+        return work / key / f"params-e{epoch}.dy"
+
+    model = build_model(name, vocab, config, cell)
+    recorded = {k: v for k, v in config.items() if k != "epochs"}
+    record = {"model": name, "cell": cell.name if cell is not None else MODELS[name][0], "config": recorded,
+              "max_sentences": max_sentences, "vocab": len(vocab), "params": model.param_count(),
+              "epochs": []}
+    if record_path.exists():
+        saved = json.loads(record_path.read_text())
+        if saved.get("config") != recorded:
+            raise ValueError(f"{record_path} was trained with {saved.get('config')}, not {recorded}: "
+                             "move it away to start again")
+        checkpoint = checkpoint_of(len(saved["epochs"]))
+        if saved["epochs"] and failed_in_training(saved["epochs"][-1], saved):
+            log(f"{key}: failed in training in epoch {len(saved['epochs'])}, not continued (move "
+                f"{record_path} away to train it again)")
+            return saved
+        if saved["epochs"] and checkpoint.exists():
+            record = saved
+            model.pc.populate(str(checkpoint))
+            log(f"{key}: continuing after epoch {len(record['epochs'])} (checkpoint {checkpoint})")
+        elif saved["epochs"]:
+            log(f"{key}: {record_path} has {len(saved['epochs'])} epoch(s) but no checkpoint at "
+                f"{checkpoint}; training again from the start")
+    rows = record["epochs"]
+    if len(rows) >= epochs:
+        return record
+    runs.mkdir(parents=True, exist_ok=True)
+    (work / key).mkdir(parents=True, exist_ok=True)
+    valid_ids, test_ids = stream_ids(splits["valid"], vocab), stream_ids(splits["test"], vocab)
+    clock = {"start": time.perf_counter(), "failed": False}
+
+    def record_epoch(row, state):
+        """The engine's row as the records hold it; then the checkpoint and the record."""
+        train_end = clock["start"] + row["seconds"]
+        rows[-1] = {"epoch": row["epoch"], "lr": learning_rate(row["epoch"], config), "train_ppl": row["train_ppl"],
+                    "valid_ppl": row["valid_ppl"], "test_ppl": stream_perplexity(model, test_ids),
+                    "train_tokens": row["tokens"], "train_seconds": row["seconds"],
+                    "train_cpu_seconds": row["cpu_seconds"], "tokens_per_s": row["tokens"] / row["seconds"],
+                    "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"]}
+        rows[-1]["eval_seconds"] = time.perf_counter() - train_end
+        finish_epoch(rows[-1])
+        clock["start"] = time.perf_counter()
+
+    def finish_epoch(row):
+        epoch = row["epoch"]
+        save_parameters(model.pc, checkpoint_of(epoch))
+        record["machine"] = machine()
+        write_json(record_path, record)
+        checkpoint_of(epoch - 1).unlink(missing_ok=True)
+        log(f"{key}: epoch {epoch}  train {row['train_ppl']:.1f}  valid {row['valid_ppl']:.1f}  "
+            f"test {row['test_ppl']:.1f}  {row['tokens_per_s']:.0f} tokens/s "
+            f"({row['tokens_per_cpu_s']:.0f} per CPU second)  {row['train_seconds'] / 60:.1f} + "
+            f"{row['eval_seconds'] / 60:.1f} min")
+        if after_epoch:
+            after_epoch(row)
+        if failed_in_training(row, record):
+            log(f"{key}: the training loss or the valid perplexity diverged; not continued")
+            clock["failed"] = True
+
+    from course import lm
+    state = lm.TrainState(len(rows) + 1, 0, learning_rate(len(rows) + 1, config),
+                          min((r["valid_ppl"] for r in rows), default=math.inf), rows)
+    log(f"{key}: epochs {state.epoch}-{epochs}, lr {state.lr:g}")
+    try:
+        lm.train(model, splits["train"], splits["valid"], settings(config, epochs), schedule=schedule(config),
+                 progress=False, log=None, resume=state, on_epoch=record_epoch, stop=lambda: clock["failed"])
+    except lm.TrainingDiverged as err:      # the epoch is recorded, its training perplexity infinite
+        done, start = err.state, time.perf_counter()
+        log(f"    {err}")
+        row = {"epoch": done.epoch, "lr": learning_rate(done.epoch, config), "train_ppl": math.inf,
+               "valid_ppl": stream_perplexity(model, valid_ids), "test_ppl": stream_perplexity(model, test_ids),
+               "train_tokens": done.predictions, "train_seconds": done.seconds, "train_cpu_seconds": done.cpu_seconds,
+               "tokens_per_s": done.predictions / max(done.seconds, 1e-9),
+               "tokens_per_cpu_s": done.predictions / max(done.cpu_seconds, 1e-9)}
+        row["eval_seconds"] = time.perf_counter() - start
+        rows.append(row)
+        finish_epoch(row)
+    return record
+
+
+def load_records(runs=RUNS, max_sentences=None) -> dict:
+    records = {}
+    for name in MODELS:
+        path = Path(runs) / f"{run_name(name, max_sentences)}.json"
+        if path.exists():
+            records[name] = json.loads(path.read_text())
+    return records
+
+
+def _broken(ppl: float, row: dict, record: dict) -> bool:
+    """Worse than guessing every word uniformly, or a training loss that stopped being a number."""
+    return ppl > record.get("vocab", math.inf) or not math.isfinite(row.get("train_ppl", 0))
+
+
+def failed_in_training(row: dict, record: dict) -> bool:
+    """The run is not continued. Only the training and valid splits decide that; the test
+    split is for reporting (a model can overflow on it alone, as RAN (identity) did)."""
+    return _broken(row["valid_ppl"], row, record)
+
+
+def diverged(row: dict, record: dict) -> bool:
+    """What the tables report: the run has diverged on the test split."""
+    return _broken(row["test_ppl"], row, record)
