@@ -80,7 +80,7 @@ same equations). Differences from their code, all small:
   two hosts of this project (floating-point rounding differs between CPUs, and training
   amplifies it);
 - runs named "learning rate X" change one setting, the learning rate, for a cell that does not
-  train at 1 (the S-RNN, the GRU and the RANs; `LOWER_LR` in `bench/ptb.py` says why), and
+  train at 1 (the S-RNN, the GRU and the RANs; `LOWER_LR` in `bench/penn/models.py` says why), and
   keep the schedule (halved after every epoch past the 4th);
 - the weighted-sum papers trained Zaremba's *medium* and *large* configurations with dropout,
   and the RAN paper a 1 x 1024 network with dropout and Adam for 100 epochs: their numbers are
