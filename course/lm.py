@@ -8,8 +8,10 @@ The model (tutorial eq 45/46, stacked eq 60, residual eq 61)::
 
 Each recurrent layer is either a :class:`course.cell.Cell` (a step function,
 e.g. the ``lstm_step`` a student writes) or one of DyNet's own builders
-(``"lstm"``, ``"gru"``, ``"srnn"`` below): both run behind one small interface,
-so everything else (batching, masking, training, evaluation) is shared.
+(``"lstm"``, ``"gru"``, ``"srnn"``): both run behind one small interface
+(:mod:`course.layers`, which also lets a layer that is not a step function, such as
+attention, take a place in the stack), so everything else (batching, masking,
+training, evaluation) is shared.
 
 Memory: the softmax of a batch is T x B x V numbers (steps, sentences, vocabulary).
 Where that exceeds :data:`SOFTMAX_BUDGET` (a 33k vocabulary and paragraph-long

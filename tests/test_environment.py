@@ -55,7 +55,7 @@ def test_dynet_is_chosen_per_platform():
 
 
 # hours on one core; rows that need a GPU machine; a night of training, and what needs its checkpoints
-NOT_IN_MAKE_BENCH = {"ptb.py", "gpu_speed.py", "converge.py", "converge_inside.py", "converge_ensemble.py"}
+NOT_IN_MAKE_BENCH = {"ptb.py", "stream_cli.py", "gpu_speed.py", "converge.py", "converge_inside.py", "converge_ensemble.py"}
 
 
 def test_readme_lists_every_benchmark_and_make_bench_runs_the_quick_ones():

@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import SHARED_PTB
 
+import stream_cli  # bench/stream_cli.py
 from penn.corpus import load_corpus
 from penn.figure import plot_curves
 from penn.growth import growth_table, measure_growth, state_growth
@@ -77,22 +78,11 @@ def test_stream_columns_and_segments_follow_zarembas_reader(corpus):
     assert np.array_equal(y, stream.data[:, 16:21])
 
 
-HAND_LSTM = """# The PTB bench's hand-written LSTM (autograder.reference.cells "lstm"), as a --cell file.
-from autograder.reference.cells import make_cell
-
-_cell = make_cell("lstm")
-lstm_step = _cell.step
-
-
-def lstm_shapes(d_in, d_h):
-    return _cell.shapes(d_in, d_h)
-"""
-
-
 def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
     """``python -m course train --stream`` with Zaremba's small settings gives the PTB bench's
     training perplexity over the first 30 segments of its first epoch, to the last digit:
-    one engine (course.lm.train, course.sources.Stream) under both."""
+    one engine (course.lm.train, course.sources.Stream) under both. The whole first epoch, with
+    valid and test: bench/stream_cli.py (bench/results/stream_cli.md)."""
     import os
     import subprocess
     import sys
@@ -104,13 +94,10 @@ def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
     vocab, splits = load_corpus(source)
     model = build_model("lstm", vocab, c)
     bench_row = lm.train(model, splits["train"], None, settings(c, 1, max_batches=segments),
-                         schedule=schedule(c), progress=False, log=None)[0]
-    (tmp_path / "hand_lstm.py").write_text(HAND_LSTM)
-    args = ["--corpus", source, "--cell", "hand_lstm.py:lstm_step", "--stream", "--bptt", c["steps"],
-            "--batch-size", c["batch"], "--layers", c["layers"], "--embed", c["embed"], "--hidden", c["hidden"],
-            "--optimizer", "sgd", "--lr", c["lr"], "--clip", c["clip"], "--init-scale", c["init_scale"],
-            "--seed", c["seed"], "--epochs", 1, "--max-batches", segments, "--no-progress", "--out", "run"]
-    run = subprocess.run([sys.executable, "-m", "course", "train", *map(str, args)], cwd=tmp_path,
+                         schedule=schedule(c), progress=False, log=None, resumable=True)[0]   # as train_model
+    (tmp_path / "hand_lstm.py").write_text(stream_cli.HAND_LSTM)
+    args = stream_cli.command_line_args(source, segments)
+    run = subprocess.run([sys.executable, "-m", "course", "train", *args], cwd=tmp_path,
                          env={**os.environ, "COURSE_CACHE": str(tmp_path / "cache")},
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr

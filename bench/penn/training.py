@@ -137,8 +137,11 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
                           min((r["valid_ppl"] for r in rows), default=math.inf), rows)
     log(f"{key}: epochs {state.epoch}-{epochs}, lr {state.lr:g}")
     try:
+        # resumable: a run continued in a new process (each epoch's checkpoint) trains as one that never
+        # stopped, and as `python -m course train --stream`, which always is (bench/stream_cli.py)
         lm.train(model, splits["train"], splits["valid"], settings(config, epochs), schedule=schedule(config),
-                 progress=False, log=None, resume=state, on_epoch=record_epoch, stop=lambda: clock["failed"])
+                 progress=False, log=None, resume=state, on_epoch=record_epoch, stop=lambda: clock["failed"],
+                 resumable=True)
     except lm.TrainingDiverged as err:      # the epoch is recorded, its training perplexity infinite
         done, start = err.state, time.perf_counter()
         log(f"    {err}")
