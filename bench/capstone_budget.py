@@ -1,11 +1,11 @@
 """The capstone's one-minute recipes (lecture 10, section 4), measured.
 
-Each recipe trains a builder language model on the whole course training split through
-course.lm.train (Adam on shuffled, length-sorted batches, gradient clipping at 5) until
-its stop hook sees a budget of CPU time spent (time.process_time(), one core: the whole
-training loop, building the batches included), then scores the first 600 validation
-sentences. A recipe may lower its learning rate for the last part of the budget
-("anneal"): the run stops there and continues from its TrainState at the lower rate. The
+Each recipe trains a builder language model on the whole course training split with
+course.budget.train_for (course.lm.train, Adam on shuffled, length-sorted batches,
+gradient clipping at 5, until a budget of CPU time is spent: time.process_time(), one
+core, the whole training loop, building the batches included), then scores the first 600
+validation sentences. A recipe may lower its learning rate for the last part of the
+budget ("anneal"): the run stops there and continues at the lower rate. The
 table and bench/results/capstone_budget.json (what lecture 10 reads) are rewritten after
 every recipe; recipes already measured are kept unless --again.
 
@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
 
 from common import RESULTS, report, table
 
-from course import runtime, sources
-from course.settings import Settings
+from course import budget, runtime
 
 OUT = RESULTS / "capstone_budget.json"
 HELD_OUT = 600      # the first 600 validation sentences
-EPOCHS = 10_000     # more than any budget here allows: the clock ends training
 #: label -> (cell, embed, hidden, layers, batch, lr, dropout, CPU seconds, (anneal fraction, factor) or None)
 RECIPES = {
     "LSTM 64/128, batch 32, lr 0.002 (lm.train's defaults)": ("lstm", 64, 128, 1, 32, 0.002, 0.0, 60, None),
@@ -46,35 +43,12 @@ RECIPES = {
 }
 
 
-def train_for(model, sentences, seconds, batch_size, lr, dropout, anneal=None) -> int:
-    """Train through course.lm.train until `seconds` of CPU time are spent; returns the tokens
-    predicted in training. The clock starts once the sentences are encoded and grouped into
-    batches, and counts the whole training loop: building each padded batch, the forward and
-    backward passes, the updates. anneal = (fraction, factor): the run stops when 1 - fraction of the budget is
-    spent and continues (resume) with the learning rate times factor; Adam's moment
-    estimates then start again from zero, as at any resume in DyNet."""
-    from course import lm
-    settings = Settings(epochs=EPOCHS, batch_size=batch_size, lr=lr, dropout=dropout)
-    batches = sources.Sentences(sentences, model.vocab, batch_size)
-    phases = [(1.0, 1.0)] if anneal is None else [(1 - anneal[0], 1.0), (1.0, anneal[1])]
-    state, start = lm.TrainState(lr=lr), time.process_time()
-
-    def keep(saved, improved):
-        nonlocal state
-        state = saved
-    for part, factor in phases:
-        state.lr = lr * factor
-        lm.train(model, batches, None, settings, progress=False, log=None, resume=state, on_save=keep,
-                 stop=lambda: time.process_time() - start >= part * seconds)
-    return sum(row["tokens"] for row in state.history) + state.predictions
-
-
 def measure(label: str, train, held_out, vocab) -> dict:
     from course import lm
     cell, embed, hidden, layers, batch, lr, dropout, seconds, anneal = RECIPES[label]
     runtime.init(seed=1)
     model = lm.RNNLM(vocab, cell, embed, hidden, layers)
-    tokens = train_for(model, train, seconds, batch, lr, dropout, anneal)
+    tokens = budget.train_for(model, train, seconds, batch_size=batch, lr=lr, dropout=dropout, anneal=anneal).tokens
     return {"cell": cell, "embed": embed, "hidden": hidden, "layers": layers, "batch": batch, "lr": lr,
             "dropout": dropout, "cpu_seconds": seconds, "anneal": anneal, "params": model.param_count(),
             "tokens": tokens, "perplexity": lm.evaluate(model, held_out)}
