@@ -34,9 +34,21 @@ def median_time(fn, repeats: int = 3) -> float:
     return statistics.median(times)
 
 
-def report(name: str, title: str, body: str, command: str, results: Path = RESULTS):
-    """Print the result and keep a copy in bench/results/NAME.md (or in ``results``)."""
-    text = (f"# {title}\n\n{body}\n\nMachine: {machine()}\n\n"
+def machines_of(records) -> str:
+    """The machines that trained ``records`` (dicts with a "machine" as :func:`machine` wrote it,
+    plus the run's seed), each with its number of runs: a table rebuilt from records on another
+    machine names theirs, not its own."""
+    import re
+    from collections import Counter
+    found = Counter(re.sub(r"seed \d+, ", "", r["machine"]) for r in records if r.get("machine"))
+    return "; ".join(f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in found.most_common()) or "not recorded"
+
+
+def report(name: str, title: str, body: str, command: str, results: Path = RESULTS, machines: str | None = None):
+    """Print the result and keep a copy in bench/results/NAME.md (or in ``results``). ``machines``:
+    where a table comes from saved runs, the machines that trained them (:func:`machines_of`)."""
+    where = f"Machine: {machine()}" if machines is None else f"Machines (of the runs): {machines}"
+    text = (f"# {title}\n\n{body}\n\n{where}\n\n"
             f"Date: {time.strftime('%Y-%m-%d')}. Reproduce: `{command}`\n")
     print(text)
     results.mkdir(parents=True, exist_ok=True)

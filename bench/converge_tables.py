@@ -506,7 +506,7 @@ def plot_agreement(summary, path: Path):
 
 
 def write(records_dir=RECORDS, out=RESULTS, quiet=False) -> dict:
-    from common import report
+    from common import machines_of, report
     from course.agreement import load_pairs
     pairs = load_pairs()
     records = load_records(records_dir)
@@ -555,7 +555,8 @@ def write(records_dir=RECORDS, out=RESULTS, quiet=False) -> dict:
         (out / "converge.md").write_text(body + "\n")
     else:
         report("converge", "The course corpus: every cell trained to convergence", body,
-               "python bench/converge.py` (resumable), `python bench/converge.py --tables-only")
+               "python bench/converge.py` (resumable), `python bench/converge.py --tables-only",
+               machines=machines_of(r for runs in records.values() for r in runs.values()))
     return summary
 
 

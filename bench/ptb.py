@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import argparse
 
-from common import report
+from common import machines_of, report
 from penn.corpus import load_corpus
 from penn.figure import plot_curves
 from penn.growth import GROWTH_EPOCHS, GROWTH_MODELS, measure_growth
@@ -107,8 +107,10 @@ def main(argv=None):
     if args.max_sentences:      # smoke-test tables are printed, not kept
         print(tables(args.epochs, runs_dir(args.max_sentences), args.max_sentences))
     else:
-        plot_curves(load_records(), RUNS.with_suffix(".png"))
-        report(name, "Penn Treebank: the course's models beside the papers", tables(args.epochs), command)
+        records = load_records()
+        plot_curves(records, RUNS.with_suffix(".png"))
+        report(name, "Penn Treebank: the course's models beside the papers", tables(args.epochs), command,
+               machines=machines_of(records.values()))
 
 
 if __name__ == "__main__":

@@ -493,3 +493,13 @@ def test_growth_table_says_what_became_of_the_identity_ran():
     text = growth_table(result, {"ran-identity-lr0.5": {"epochs": rows}})
     assert ("reached an infinite perplexity on the test stream after epoch 2 and on the valid stream after "
             "epoch 3; nothing in the cell itself bounds it.") in text
+
+
+def test_tables_rebuilt_from_records_name_the_machines_that_trained_them():
+    from common import machines_of
+    records = [{"machine": "AMD EPYC, 2 cores | DyNet 2.1 | seed 1, 1024 MB"},
+               {"machine": "AMD EPYC, 2 cores | DyNet 2.1 | seed 2, 1024 MB"},
+               {"machine": "Intel Xeon, 2 cores | DyNet 2.1 | seed 1, 1024 MB"}, {}]
+    assert machines_of(records) == ("AMD EPYC, 2 cores | DyNet 2.1 | 1024 MB (2 runs); "
+                                    "Intel Xeon, 2 cores | DyNet 2.1 | 1024 MB (1 run)")
+    assert machines_of([{}]) == "not recorded"
