@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+
+from autograder.cellmarks import marks
 from course.paths import ROOT
 
 SOLUTIONS, EXERCISES, LECTURES = ROOT / "solutions", ROOT / "exercises", ROOT / "lectures"
@@ -85,8 +87,7 @@ def generate(names=None, out_dir: Path = EXERCISES) -> list[Path]:
 
 
 def grade_ids(nb) -> dict:
-    return {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("grade_id")}
+    return {marks(c)["grade_id"]: c for c in nb.cells if marks(c).get("grade_id")}
 
 
 def inject_solutions(exercise, solution):
@@ -96,7 +97,7 @@ def inject_solutions(exercise, solution):
     nb = copy.deepcopy(exercise)
     reference = grade_ids(solution)
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
+        meta = marks(cell)
         if meta.get("solution") or meta.get("grade"):
             cell.source = reference[meta["grade_id"]].source
     return nb

@@ -10,13 +10,15 @@ c.ClearSolutions.enforce_metadata = True
 c.RestoreCells.add_missing_cells = True
 
 # Sanitising as nbgrader does it, with two of its steps made robust to copied answer
-# cells and deleted test cells (see autograder/nbgrader_plugin.py).
+# cells and deleted test cells (see autograder/nbgrader_plugin.py). KnownCells comes
+# before nbgrader's first step that reads the marks (DeduplicateIds): it removes marks
+# nbgrader cannot read.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "autograder.nbgrader_plugin.MarkDuplicates",
+    "autograder.nbgrader_plugin.KnownCells",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "autograder.nbgrader_plugin.KnownCells",
     "autograder.nbgrader_plugin.RestoreCells",
     "autograder.nbgrader_plugin.SanitizeHtml",
     "nbgrader.preprocessors.CheckCellMetadata",

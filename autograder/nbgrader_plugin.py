@@ -13,7 +13,9 @@
   has for its grade_id: an unknown grade_id's marks are removed (the cell is kept,
   ungraded, and the notes say so), a known one's grade, answer and points restored,
   so an extra grade cell or an answer cell marked as a grade cell neither stops
-  nbgrader (``KeyError`` in its OverwriteCells) nor asks for a manual grade.
+  nbgrader (``KeyError`` in its OverwriteCells) nor asks for a manual grade. Marks
+  without a readable grade_id (``"nbgrader": "x"``, a number, ``{}``) are removed
+  too, before nbgrader's own steps, which read them as a mapping (``AttributeError``).
 * :class:`MarkDuplicates` and :class:`RestoreCells` make nbgrader's sanitising
   survive what Jupyter lets students do: a copied answer cell (nbgrader 0.9's
   DeduplicateIds leaves ``nbgrader: {}`` behind, on which a later step fails) and a
@@ -40,12 +42,14 @@ from pathlib import Path
 import nbformat
 import nh3
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
+from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from traitlets import Dict, Unicode
 
 from autograder import feedback, trusted
+from autograder.cellmarks import marks
 from course.files import write_json
 from autograder.worker import grade_files, submission_files
 
@@ -87,7 +91,7 @@ class MarkDuplicates(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         seen = set()
         for cell in nb.cells:
-            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            gid = marks(cell).get("grade_id")
             if gid is None:
                 continue
             if gid in seen:
@@ -109,11 +113,11 @@ class KnownCells(NbGraderPreprocessor):
             answers = {cell.name for cell in source.solution_cells}
             tasks = {cell.name for cell in source.task_cells}
         for cell in nb.cells:
-            meta = cell.metadata.get("nbgrader")
-            if not meta:
+            if "nbgrader" not in cell.metadata:
                 continue
+            meta = marks(cell)
             gid = meta.get("grade_id")
-            if gid not in known:
+            if gid not in known:                                 # also marks without a readable grade_id
                 del cell.metadata["nbgrader"]
                 cell.metadata["course"] = {"ignored": True}      # trusted.odd_cells says so in the notes
                 continue
@@ -136,7 +140,7 @@ class RestoreCells(OverwriteCells):
         source_ids = [cell.name for cell in source_nb.source_cells]
         solution_ids = {cell.name for cell in source_nb.solution_cells}
         for grade_cell in source_nb.grade_cells:
-            present = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+            present = [marks(c).get("grade_id") for c in nb.cells]
             if grade_cell.name in present:
                 continue
             self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
@@ -200,10 +204,10 @@ class GradeInSandbox(NbGraderPreprocessor):
         result = grade_submission(info["notebook"], folder, trusted.Limits(**self.limits), self.scheduler)
         save_result(Path(coursedir.root), info["student"], info["notebook"], result)
         cells = {c["grade_id"]: c for c in result.get("cells", [])}
-        for cell in nb.cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+        for cell in nb.cells:              # its marks are as KnownCells left them and nbgrader checked them
+            if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
                 continue
+            meta = marks(cell)
             score = cells.get(meta["grade_id"])
             if score is None:
                 text, points = "not graded: " + (result.get("failure") or "no result"), 0.0
@@ -225,12 +229,11 @@ class CourseFeedback(NbGraderPreprocessor):
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.source = HIDDEN.sub("", cell.source).rstrip()
-                meta = cell.metadata.get("nbgrader", {})
                 points = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
-                if meta.get("grade") and not meta.get("solution") and points:
+                if utils.is_grade(cell) and not utils.is_solution(cell) and points:
                     cell.outputs = [o for o in cell.outputs if o not in points] + [nbformat.v4.new_output(
                         "stream", name="stdout", text=f"points: {points[-1]['data'].get('text/plain', '0')} "
-                                                      f"of {float(meta.get('points', 0)):g}\n")]
+                                                      f"of {float(marks(cell).get('points', 0)):g}\n")]
             elif cell.cell_type == "markdown":
                 cell.source = feedback.lecture_links(feedback.typeset_math(cell.source))
         course = Path(CourseDirectory(config=self.config).root)

@@ -9,6 +9,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from autograder.cellmarks import marks
+
 CELL_TIMEOUT = 600
 
 
@@ -28,8 +30,8 @@ def execute(path: Path, nb=None, stop_at_error: bool = True):
 
 def stderr_in_graded_cells(nb) -> list[str]:
     """grade_ids of test cells that wrote to stderr (nbgrader would score them 0)."""
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+    return [marks(c)["grade_id"] for c in nb.cells
+            if c.cell_type == "code" and marks(c).get("grade")
             and any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in c.outputs)]
 
 
@@ -45,12 +47,12 @@ def first_error(nb):
 def with_answers(exercise: Path, solution: Path) -> nbformat.NotebookNode:
     """The exercise as a student who solved it hands it in: each answer cell holds the
     solution's code (solution markers removed); the visible checks stay as shipped."""
-    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nbformat.read(solution, as_version=4).cells
-               if c.metadata.get("nbgrader", {}).get("solution")}
+    answers = {marks(c)["grade_id"]: c.source for c in nbformat.read(solution, as_version=4).cells
+               if marks(c).get("solution")}
     nb = nbformat.read(exercise, as_version=4)
     for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
+        grade_id = marks(cell).get("grade_id")
+        if marks(cell).get("solution") and grade_id in answers:
             cell.source = "\n".join(line for line in answers[grade_id].splitlines()
                                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
     return nb

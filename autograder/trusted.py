@@ -43,6 +43,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
+from autograder.cellmarks import course_marks, marks
 from autograder.probes import TRACED, from_arrays
 from autograder.frames import read_frames
 from autograder.intake import copy_regular_files
@@ -113,11 +114,11 @@ def spec_of(notebook) -> Spec:
     """The spec of an instructors' notebook (a path, or a notebook whose test cells
     are the instructors', as nbgrader restores them before grading)."""
     nb = nbformat.read(notebook, as_version=4) if isinstance(notebook, (str, Path)) else notebook
-    answers, tests, manual, marks = [], [], [], {}
+    answers, tests, manual, marked = [], [], [], {}
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
+        meta = marks(cell)
         if "grade_id" in meta:
-            marks[meta["grade_id"]] = (bool(meta.get("grade")), bool(meta.get("solution")))
+            marked[meta["grade_id"]] = (bool(meta.get("grade")), bool(meta.get("solution")))
         if meta.get("solution") and meta.get("grade"):
             manual.append(meta["grade_id"])
         elif meta.get("solution") and cell.cell_type == "code":
@@ -125,25 +126,28 @@ def spec_of(notebook) -> Spec:
         elif meta.get("grade") and cell.cell_type == "code":
             points = float(meta.get("points", 0))
             tests.append((meta["grade_id"], points, split_points(points, check_calls(cell.source))))
-    return Spec(answers, tests, manual, marks)
+    return Spec(answers, tests, manual, marked)
 
 
 def odd_cells(nb, spec: Spec) -> list:
     """Notes on nbgrader marks of the submission that the assignment does not have
     (nbgrader_plugin.KnownCells removes or restores them; grading uses the
-    instructors' cells): named by the cell's position, or by the assignment's grade_id."""
+    instructors' cells): named by the cell's position, or by the assignment's grade_id.
+    Marks without a readable grade_id (a string, a number, ``{}``) count as unknown."""
     unknown, changed = [], []
     for index, cell in enumerate(nb.cells, 1):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
+        meta = marks(cell)
         gid = meta.get("grade_id")
-        if cell.get("metadata", {}).get("course", {}).get("ignored") or (gid is not None and gid not in spec.marks):
+        if course_marks(cell).get("ignored") or ("nbgrader" in cell.metadata and gid not in spec.marks):
             unknown.append(str(index))
         elif gid is not None and (bool(meta.get("grade")), bool(meta.get("solution"))) != spec.marks[gid]:
             changed.append(gid)
     notes = []
     if unknown:
-        notes.append(f"cell{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} of the notebook carry nbgrader "
-                     "marks (a grade_id) the assignment does not have: ignored, not graded")
+        cells = (f"cells {', '.join(unknown)} of the notebook carry" if len(unknown) > 1
+                 else f"cell {unknown[0]} of the notebook carries")
+        notes.append(f"{cells} nbgrader marks the assignment does not have (an unknown grade_id, or marks "
+                     "nbgrader cannot read): ignored, not graded")
     for gid in [g for g in spec.marks if g in changed]:
         notes.append(f"the cell {gid} is marked differently from the assignment's (grade or answer cell): "
                      "graded as the assignment's")
@@ -167,10 +171,11 @@ def answer_sources(nb, answers: list) -> tuple:
     """(grade_id, source) of each answer cell, the first of duplicates; and the duplicates."""
     found, duplicates = {}, []
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
+        meta = marks(cell)
         gid = meta.get("grade_id")
-        if cell.get("metadata", {}).get("course", {}).get("copy_of") in answers:   # marked by nbgrader_plugin
-            duplicates.append(cell.metadata.course.copy_of)
+        copy_of = course_marks(cell).get("copy_of")
+        if copy_of in answers:                                    # marked by nbgrader_plugin
+            duplicates.append(copy_of)
         if cell.get("cell_type") == "code" and gid in answers and meta.get("solution"):
             if gid in found:
                 duplicates.append(gid)

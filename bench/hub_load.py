@@ -33,6 +33,7 @@ from common import ROOT, report, table  # noqa: F401  (common puts the repo on s
 
 import nbformat  # noqa: E402
 
+from autograder.cellmarks import marks  # noqa: E402
 from hub.layout import COURSE_ID  # noqa: E402
 from hub.local import LocalHub  # noqa: E402
 
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
               "(sudo .venv/bin/python bench/hub_load.py)", file=sys.stderr)
         return 2
     solution = next(c.source for c in nbformat.read(ROOT / "solutions" / "05_gru.ipynb", as_version=4).cells
-                    if c.metadata.get("nbgrader", {}).get("grade_id") == "gru_step")
+                    if marks(c).get("grade_id") == "gru_step")
 
     load_before = os.getloadavg()[1]
     with LocalHub(students=[f"s{k:02d}" for k in range(args.students)]) as hub:
@@ -112,7 +113,7 @@ def main(argv=None) -> int:
             nb = me.read_file("05_gru/05_gru.ipynb")["content"]
             nb = copy.deepcopy(nb)
             for cell in nb["cells"]:
-                if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "gru_step":
+                if marks(cell).get("grade_id") == "gru_step":
                     cell["source"] = answer(solution, name, right[name])
             me.write_notebook("05_gru/05_gru.ipynb", nb)
             me.assignment_action("submit", COURSE_ID, "05_gru")

@@ -19,6 +19,7 @@ import nbformat
 import pytest
 
 from autograder import grade, intake, trusted
+from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks
 from autograder.samples import make_samples
 from course.files import sha256_of
@@ -90,7 +91,7 @@ def graded(tmp_path_factory):
     # nbgrader itself stops on this notebook (a cell's metadata schema is newer than it knows); its
     # name sorts first, so one `nbgrader autograde 05_gru` for the chapter would stop there too
     nb = nbformat.read(correct, as_version=4)
-    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")).metadata.nbgrader.schema_version = 99
+    next(c for c in nb.cells if marks(c).get("solution")).metadata.nbgrader.schema_version = 99
     (submissions / "a_schema_too_new").mkdir()
     nbformat.write(nb, submissions / "a_schema_too_new" / "05_gru.ipynb")
     deep = submissions / "deep_model" / "05_gru_model"

@@ -21,6 +21,7 @@ from urllib.parse import urljoin, urlsplit
 import nbformat
 import pytest
 
+from autograder.cellmarks import marks
 from course import book
 from tests.browser import CHROMIUM
 from tests.conftest import ROOT
@@ -88,7 +89,7 @@ def test_bibliography_anchors_become_targets(tmp_path):
 def answer_cells(folder):
     for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            if cell.cell_type == "code" and marks(cell).get("solution"):
                 yield path, cell
 
 
@@ -98,7 +99,7 @@ def test_every_answer_cell_links_to_its_lecture(folder):
     assert cells, f"no answer cells in {folder}/"
     for path, cell in cells:
         links = book.links_in(cell.source)
-        assert len(links) == 1, f"{folder}/{path.name} {cell.metadata['nbgrader']['grade_id']}: " \
+        assert len(links) == 1, f"{folder}/{path.name} {marks(cell)['grade_id']}: " \
                                 f"{len(links)} book links, expected one"
         chapter, anchor = links[0]
         assert chapter == path.stem and anchor, f"{path.name} links to {chapter}#{anchor}"

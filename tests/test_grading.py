@@ -7,6 +7,7 @@ import nbformat
 import pytest
 
 import autograder.probes
+from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks
 from autograder.trusted import spec_of
 from tests.conftest import ROOT
@@ -37,7 +38,7 @@ def test_every_test_cell_names_registered_checks(path):
 def test_answer_cells_define_the_function_they_are_named_after(path):
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
+        meta = marks(cell)
         if meta.get("solution") and not meta.get("grade") and cell.cell_type == "code":
             assert f"def {meta['grade_id']}(" in cell.source, f"{path.name}: answer cell {meta['grade_id']}"
 

@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from autograder import exercises
+from autograder.cellmarks import marks
 from tests.conftest import ROOT
 from autograder.notebook_runner import execute, first_error, stderr_in_graded_cells
 
@@ -91,5 +92,5 @@ def test_exercise_as_shipped_stops_at_the_first_student_cell(path):
     assert where is not None, f"{path.name} ran through without the student's answers"
     index, ename = where
     assert ename == "NotImplementedError", f"cell {index} raised {ename}, not the expected stub error"
-    answers = [i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution")]
+    answers = [i for i, c in enumerate(nb.cells) if marks(c).get("solution")]
     assert index >= answers[0], "an error before the first student cell"

@@ -5,6 +5,7 @@ import nbformat
 import pytest
 
 from autograder import similarity
+from autograder.cellmarks import marks
 from tests.conftest import ROOT
 
 CHAPTER = "06_minibatching"
@@ -149,8 +150,8 @@ def write_class(folder):
     for student, code in CLASS.items():
         nb = nbformat.from_dict(exercise)
         for cell in nb.cells:
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in code:
+            grade_id = marks(cell).get("grade_id")
+            if marks(cell).get("solution") and grade_id in code:
                 cell.source = code[grade_id]
         (folder / student).mkdir(parents=True)
         nbformat.write(nb, folder / student / f"{CHAPTER}.ipynb")
@@ -169,9 +170,9 @@ def test_every_student_writes_working_code(tmp_path):
     from course import data
     vocab = data.Vocab(["<unk>", "<s>", "</s>", "a", "b", "c"])
     sentences = [["a", "b"], ["c"], ["a", "b", "c", "x"]]
-    solution = {c.metadata["nbgrader"]["grade_id"]: c.source for c in
+    solution = {marks(c)["grade_id"]: c.source for c in
                 nbformat.read(ROOT / "solutions" / f"{CHAPTER}.ipynb", as_version=4).cells
-                if c.metadata.get("nbgrader", {}).get("solution")}
+                if marks(c).get("solution")}
     reference = {}
     exec(solution["pad_batch"], reference)
     expected = reference["pad_batch"](sentences, vocab)

@@ -26,6 +26,7 @@ import nbformat
 import pytest
 
 from autograder import trusted
+from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks, check_calls, split_points
 from tests.conftest import ROOT
 
@@ -290,7 +291,7 @@ SLIPS = [
 def solution_with(slip: Slip):
     """The solution notebook with the slip in its answer cell."""
     nb = nbformat.read(ROOT / "solutions" / f"{slip.chapter}.ipynb", as_version=4)
-    cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == slip.answer]
+    cells = [c for c in nb.cells if marks(c).get("grade_id") == slip.answer]
     assert len(cells) == 1 and cells[0].source.count(slip.old) == 1, \
         f"{slip.name}: {slip.old!r} must occur once in the answer cell {slip.answer}"
     cells[0].source = cells[0].source.replace(slip.old, slip.new)
@@ -298,7 +299,7 @@ def solution_with(slip: Slip):
 
 
 def is_test(cell) -> bool:
-    return bool(cell.metadata.get("nbgrader", {}).get("grade"))
+    return bool(marks(cell).get("grade"))
 
 
 def visible_failures(nb) -> dict:
@@ -314,12 +315,12 @@ def visible_failures(nb) -> dict:
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")          # a slip's log(0): the student sees it too
             try:
-                exec(compile(source, cell.metadata.get("nbgrader", {}).get("grade_id", "cell"), "exec"),
+                exec(compile(source, marks(cell).get("grade_id", "cell"), "exec"),
                      namespace)
             except Exception as err:
                 if not is_test(cell):
                     raise
-                failures[cell.metadata["nbgrader"]["grade_id"]] = f"{type(err).__name__}: {err}"
+                failures[marks(cell)["grade_id"]] = f"{type(err).__name__}: {err}"
     return failures
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.cellmarks import marks
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 OUT = HERE / "submissions"
@@ -380,6 +382,8 @@ STUDENTS = {
                           "the assignment does not have", "unknown_grade_ids"),
     "answer_marked_grade": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"],
                             "graded as the assignment's", "answer_marked_grade"),
+    "unreadable_marks": ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": RIGHT}, {}, ["graded"],
+                         "marks nbgrader cannot read", "unreadable_marks"),
     "guard_disabled": ("05_gru", {"gru_step": GRU_WRONG + GUARD_OFF}, {"gru_step": WRONG}, {}, ["graded"],
                        "must not be changed", None),
     "closure_patched": ("05_gru", {"gru_step": GRU_WRONG + CLOSURE_PATCH}, {"gru_step": WRONG}, {}, ["graded"],
@@ -405,15 +409,15 @@ STUDENTS = {
 def notebook(chapter: str, answers: dict, how: str | None):
     nb = nbformat.read(ROOT / "exercises" / f"{chapter}.ipynb", as_version=4)
     for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        gid = marks(cell).get("grade_id")
         if gid in answers:
             cell.source = answers[gid].strip() + "\n"
     if how == "delete_test":
-        first = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade"))
+        first = next(c for c in nb.cells if marks(c).get("grade"))
         nb.cells = [c for c in nb.cells if c is not first]
     if how == "edit_test":
         for cell in nb.cells:
-            if cell.metadata.get("nbgrader", {}).get("grade"):
+            if marks(cell).get("grade"):
                 cell.source, cell.metadata["nbgrader"]["points"] = "pass", 100
     if how == "unknown_grade_ids":               # a test cell and a written answer the assignment does not have
         free = nbformat.v4.new_code_cell("assert True", id="free-points")
@@ -425,13 +429,19 @@ def notebook(chapter: str, answers: dict, how: str | None):
         nb.cells += [free, essay]
     if how == "answer_marked_grade":             # the answer cell claims to be a (manually graded) grade cell
         for cell in nb.cells:
-            if cell.metadata.get("nbgrader", {}).get("grade_id") == "gru_step":
+            if marks(cell).get("grade_id") == "gru_step":
                 cell.metadata["nbgrader"].update(grade=True, points=5)
     if how == "html_markdown":
         nb.cells.insert(1, nbformat.v4.new_markdown_cell(HTML_MARKDOWN, id="student-html"))
+    if how == "unreadable_marks":                # valid JSON where nbgrader expects a mapping, on unmarked cells
+        markdown = [c for c in nb.cells if c.cell_type == "markdown"]
+        setup = next(c for c in nb.cells if c.cell_type == "code" and not marks(c))
+        markdown[0].metadata["nbgrader"] = "x"
+        setup.metadata["nbgrader"] = 3
+        markdown[1].metadata.update(nbgrader={"grade_id": ["gru_step"], "grade": True, "points": 100}, course="x")
     if how == "duplicate_answer":                 # as Jupyter's copy leaves it: the wrong copy first
         index, cell = next((i, c) for i, c in enumerate(nb.cells)
-                           if c.metadata.get("nbgrader", {}).get("grade_id") == "gru_step")
+                           if marks(c).get("grade_id") == "gru_step")
         copy = nbformat.from_dict(json.loads(json.dumps(cell)))
         copy.id, copy.source = "gru-step-copy", GRU_RIGHT.strip() + "\n"
         nb.cells.insert(index + 1, copy)

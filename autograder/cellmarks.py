@@ -1,0 +1,31 @@
+"""A notebook cell's marks, read from metadata a student may have written anything into.
+
+A submission is any valid JSON: a cell's ``metadata.nbgrader`` may be a string or a
+number, its grade_id a list (``nbformat.reads`` does not validate them, and nbgrader's
+own ``utils.is_grade`` and friends assume a mapping). Every reader of marks goes through
+here and gets a mapping; no third-party import, so the trusted grader and a grading
+worker can use it without loading nbgrader.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def _entry(cell, key: str) -> Mapping:
+    metadata = cell.get("metadata") if isinstance(cell, Mapping) else None
+    entry = metadata.get(key) if isinstance(metadata, Mapping) else None
+    return entry if isinstance(entry, Mapping) else {}
+
+
+def marks(cell) -> Mapping:
+    """The cell's nbgrader marks (grade_id, grade, solution, locked, points): the
+    metadata's own mapping, or ``{}`` when the cell, its metadata or the marks are
+    absent or not a mapping, or the grade_id is not text (nbgrader could not read them)."""
+    found = _entry(cell, "nbgrader")
+    return found if isinstance(found.get("grade_id", ""), str) else {}
+
+
+def course_marks(cell) -> Mapping:
+    """The course's own marks (``copy_of``, ``ignored``: see nbgrader_plugin), ``{}``
+    as :func:`marks` gives it."""
+    return _entry(cell, "course")
