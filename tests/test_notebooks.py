@@ -11,7 +11,6 @@
   notebook, cell for cell, so executing the solution executes it.
 """
 import json
-import os
 
 import nbformat
 import pytest
