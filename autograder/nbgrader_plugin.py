@@ -119,7 +119,7 @@ class KnownCells(NbGraderPreprocessor):
             gid = meta.get("grade_id")
             if gid not in known:                                 # also marks without a readable grade_id
                 del cell.metadata["nbgrader"]
-                cell.metadata["course"] = {"ignored": True}      # trusted.odd_cells says so in the notes
+                cell.metadata["course"] = {"ignored": True}      # trusted.odd_cells names these cells too
                 continue
             meta["grade"], meta["solution"] = gid in points, gid in answers
             if gid in points:

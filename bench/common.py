@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import statistics
 import time
+from collections import Counter
 from pathlib import Path
 
 from course.bench import RESULTS, table  # noqa: F401  (bench/results, and the markdown table the lectures print too)
@@ -38,8 +40,6 @@ def machines_of(records) -> str:
     """The machines that trained ``records`` (dicts with a "machine" as :func:`machine` wrote it,
     plus the run's seed), each with its number of runs: a table rebuilt from records on another
     machine names theirs, not its own."""
-    import re
-    from collections import Counter
     found = Counter(re.sub(r"seed \d+, ", "", r["machine"]) for r in records if r.get("machine"))
     return "; ".join(f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in found.most_common()) or "not recorded"
 

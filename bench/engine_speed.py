@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from common import ROOT, report, table
+from penn.corpus import find_source, load_corpus
 
 OLD = "c5fa832"          # the last commit with the old loops
 BENCH = Path(__file__).resolve().parent
@@ -66,12 +67,11 @@ def converge_worker(which: str, max_sentences: int, folder: Path) -> dict:
 def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     """The first ``segments`` segments of Zaremba's first PTB epoch; the training perplexity
     over them and tokens/s."""
-    from penn.corpus import load_corpus
     from penn.models import SMALL, build_model
     from penn.training import schedule, settings
 
     from course import lm, runtime
-    vocab, splits = load_corpus(corpus())
+    vocab, splits = load_corpus(find_source())
     if which == "old":
         old = old_module("ptb", folder)
         model = old.build_model("lstm", vocab, old.SMALL)
@@ -87,17 +87,6 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
                    schedule=schedule(SMALL), progress=False, log=None)[0]
     return {"train_ppl": [row["train_ppl"]], "tokens_per_s": row["tokens_per_s"],
             "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"], "train_cpu_seconds": row["cpu_seconds"]}
-
-
-def corpus() -> str | None:
-    """PTB where the course finds it, else the copy beside the repository, else None."""
-    from course.corpora import CorpusError, corpus_files
-    try:
-        corpus_files("ptb")
-        return "ptb"
-    except CorpusError:
-        shared = ROOT.parent / "shared" / "data" / "ptb"
-        return str(shared) if (shared / "train.txt").is_file() else None
 
 
 def count_work() -> dict:
@@ -187,7 +176,7 @@ def main(argv=None):
     extra = ["--max-sentences", str(args.max_sentences), "--segments", str(args.segments)]
     rows = []
     for run in args.runs.split(","):
-        if run == "ptb" and corpus() is None:
+        if run == "ptb" and find_source() is None:
             print("no Penn Treebank copy: the ptb run is left out (python -m course data fetch ptb --from DIR)")
             continue
         label = (f"converge: LSTM 128/256, Adam, 2 epochs, {args.max_sentences:,} sentences" if run == "converge"

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from common import report, table
-from engine_speed import corpus
+from penn.corpus import find_source
 
 # The PTB bench's hand-written LSTM (autograder.reference.cells "lstm"), as a --cell file.
 HAND_LSTM = """from autograder.reference.cells import make_cell
@@ -92,7 +92,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.worker:
         return print(json.dumps(bench_worker(args.corpus, args.segments)))
-    source = corpus()
+    source = find_source()
     if source is None:
         raise SystemExit("no Penn Treebank copy: python -m course data fetch ptb --from DIR")
     rows = {"python -m course train --stream": by_the_command_line(source, args.segments),

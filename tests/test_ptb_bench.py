@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import SHARED_PTB
 
 import stream_cli  # bench/stream_cli.py
-from penn.corpus import load_corpus
+from penn.corpus import find_source, load_corpus
 from penn.figure import plot_curves
 from penn.growth import growth_table, measure_growth, state_growth
 from penn.models import CHANGED, LOWER_LR, MODELS, PAPER_NAME, SMALL, build_model, config_of
@@ -26,19 +26,9 @@ from penn.training import (diverged, failed_in_training, learning_rate, load_rec
                            train_model)
 
 from course import lm, runtime, sources
-from course.corpora import CorpusError, corpus_files
 
 dy = runtime.dynet()
 TINY = {**SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
-
-
-def ptb_source():
-    """A PTB copy to read, or None."""
-    try:
-        corpus_files("ptb")
-        return "ptb"
-    except CorpusError:
-        return str(SHARED_PTB) if (SHARED_PTB / "train.txt").exists() else None
 
 
 def made_up_corpus(directory):
@@ -56,7 +46,7 @@ def made_up_corpus(directory):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """(vocab, splits): 300 training sentences, 40 valid, 40 test."""
-    source = ptb_source() or made_up_corpus(tmp_path_factory.mktemp("fake_ptb"))
+    source = find_source() or made_up_corpus(tmp_path_factory.mktemp("fake_ptb"))
     vocab, splits = load_corpus(source, max_sentences=300)
     splits["valid"], splits["test"] = splits["valid"][:40], splits["test"][:40]
     return vocab, splits
@@ -86,7 +76,7 @@ def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
     import os
     import subprocess
     import sys
-    source = ptb_source()
+    source = find_source()
     if source is None:
         pytest.skip(f"no Penn Treebank copy (data/external/ptb or {SHARED_PTB}): fetch it with "
                     "`python -m course data fetch ptb --from DIR`")
@@ -107,7 +97,7 @@ def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
 
 
 def test_ptb_stream_has_zarembas_sizes():
-    source = ptb_source()
+    source = find_source()
     if source is None:
         pytest.skip(f"no Penn Treebank copy (data/external/ptb or {SHARED_PTB}): fetch it with "
                     "`python -m course data fetch ptb --from DIR`")
