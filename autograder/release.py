@@ -31,7 +31,8 @@ You need Python 3.11, 3.12 or 3.13 (DyNet has wheels for each on macOS, Windows 
 | Windows (PowerShell) | `py -3.11 -m venv .venv` then `.venv\\Scripts\\pip install -e .` | the same two conda commands |
 
 This installs DyNet (`dyNET38`), NumPy, Matplotlib, JupyterLab and nbgrader's student tools,
-nothing else. Linux x86-64 with Python 3.11 or 3.12 gets DyNet 2.1; everywhere else DyNet 2.2,
+nothing else. `pip install .` (without `-e`) works too: the notebooks find the course's data from
+the folder Jupyter was started in (this one or below it; elsewhere, set `COURSE_ROOT` to this folder). Linux x86-64 with Python 3.11 or 3.12 gets DyNet 2.1; everywhere else DyNet 2.2,
 which refuses a plain number on the left of an expression: write `1 - z` as `-z + 1` and `2 * z`
 as `z * 2` (the error you would see says so too). Each notebook's first cell prints the
 versions it runs with.

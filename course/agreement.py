@@ -190,8 +190,9 @@ def load_pairs(path=None) -> list[Pair]:
         path = paths.COURSE_DATA / "agreement.tsv"
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist; regenerate it with "
-                                "`python -m course data make-corpus`.")
+        from course import paths
+        raise FileNotFoundError(f"{path} does not exist; " + (paths.NOT_FOUND or
+                                "regenerate it with `python -m course data make-corpus`."))
     lines = path.read_text(encoding="utf-8").splitlines()
     if tuple(lines[0].split("\t")) != COLUMNS:
         raise ValueError(f"{path}: the header should be {' '.join(COLUMNS)} (tab-separated)")

@@ -387,7 +387,7 @@ def corpus_files(name_or_path) -> dict:
     key = str(name_or_path)
     if key == "course":
         directory = paths.COURSE_DATA
-        fix = "regenerate it with `python -m course data make-corpus`"
+        fix = paths.NOT_FOUND or "regenerate it with `python -m course data make-corpus`"
     elif key in KNOWN:
         directory = default_destination(key)
         fix = f"fetch it first: `{FETCH_HELP.format(name=key)}` (or without --from, online)"
