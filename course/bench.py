@@ -79,9 +79,12 @@ def load_weights(vocab, name: str, seed: int = 1, folder=None):
 
 
 def table(header, rows) -> str:
-    """A markdown table: a header and rows of cells (any values, shown with str)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    """A markdown table: a header and rows of cells (any values, shown with str). A ``|`` inside
+    a cell ("KL(p || q)") is escaped: unescaped, it splits the cell and the page shows raw text."""
+    def cells(values):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in values) + " |"
+    lines = [cells(header), "|" + "---|" * len(header)]
+    lines += [cells(row) for row in rows]
     return "\n".join(lines)
 
 
