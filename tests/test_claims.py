@@ -43,13 +43,24 @@ CONSTANTS: dict[str, dict[str, str]] = {
            "0.001": "DyNet's AdamTrainer default step, a documented default"},
     "01": {"10,000": "the Penn Treebank's vocabulary size, a property of that data set (Mikolov's preprocessing)"},
     "02": {"5": "DyNet's default gradient-clipping threshold, a documented default"},
+    "03": {"2,000": "bench/samples.py's sentences per row, a setting of that bench (samples.md states it)",
+           "1.3": "one of bench/samples.py's temperatures, a setting of that bench (samples.md states it)"},
+    "05": {"3.13": "a Python version, naming the platform where dyNET38 2.2 is the DyNet"},
     "06": {"128": "the tutorial's (section 6.5) usual range of minibatch sizes, 1 to 128 sentences",
            "50": "an illustration: a sentence of 5 and one of 50 words in one batch"},
 }
 
 #: words that summarise numbers, allowed where the number is a definition, not a measurement:
 #: {chapter: {phrase: reason}}
-WORDS: dict[str, dict[str, str]] = {}
+WORDS: dict[str, dict[str, str]] = {
+    "03": {"at most one": "a bound of eq 50, not a measurement: i_t in (0, 1) times a tanh in (-1, 1)"},
+}
+
+#: sections that quote a paper's published numbers (citations, checked against the papers by a
+#: reader, not by a cell): {chapter: {heading: reason}}
+QUOTED: dict[str, dict[str, str]] = {
+    "08": {"## 5. What the papers measured": "the tables of [WS], [WS2] and [RAN], quoted as published"},
+}
 
 # ---------------------------------------------------------------- reading the Markdown
 
@@ -61,10 +72,11 @@ ENUMERATION = re.compile(r"^(\s*(?:#+\s+)?)\d+(?:\.\d+)*\s*[.·](?=\s)", re.M)  
 REFERENCE = re.compile(r"""(?ix)
     \b(?:eqs?|equations?|sections?|figures?|fig\.|tables?|chapters?|lectures?|exercises?|seeds?|references?
        |footnotes?|steps?)\.?\s+[A-Z]?\d+(?:\.\d+)*(?:\s*(?:[-–,]|and|to)\s*[A-Z]?\d+(?:\.\d+)*)*
-  | \[[A-Z][\w+ -]*\]\s*(?:eqs?\s*)?\d+(?:\s*[-–]\s*\d+)?           # [RAN] eq 8, [WS] 11
+  | \[[A-Z][\w+ -]*\]\s*(?:eqs?\.?\s*)?[A-Z]?\d+(?:\.\d+)*
+       (?:\s*(?:[-–,]|and|to)\s*[A-Z]?\d+(?:\.\d+)*)*                   # [RAN] eq 8, [WS] 11, [T] eqs 47-49 and 54-55
   | \(\s*[A-Z]\d+\s*\)                                             # (D3)
   | \[\d+\]                                                        # the tutorial's reference [14]
-  | \b[A-Z][a-z]+(?:\s+et\s+al\.?)?,?\s+(?:19|20)\d\d[a-z]?\b       # Shi 2016
+  | \b[^\W\d_][^\W\d_]+(?:\s+et\s+al\.?)?,?\s+(?:19|20)\d\d[a-z]?\b  # Shi 2016, Józefowicz 2016
   | \b(?:Res-V|V)\d\b
 """)
 #: a number standing alone ("600", "1,527", "23.85"), with a ratio or share suffix ("1.35x", "55%")
@@ -144,6 +156,12 @@ def is_printed(written: str, printed: list[tuple[float, int]]) -> bool:
     return any(d >= decimals and round(v, decimals) == number for v, d in printed)
 
 
+def sections(markdown: str) -> list[tuple[str, str]]:
+    """(heading, text) of each part of a Markdown cell, split at its headings ("" before the first)."""
+    parts = re.split(r"^(#+ .*)$", markdown, flags=re.M)
+    return [("", parts[0])] + [(parts[i].strip(), parts[i] + parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+
+
 def unsupported(nb, chapter: str) -> list[str]:
     """Each number or summarising word of the Markdown that the lecture neither prints nor
     sets, nor CONSTANTS/WORDS allow: "cell 5: '1x' in '...'"."""
@@ -153,11 +171,12 @@ def unsupported(nb, chapter: str) -> list[str]:
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown":
             continue
-        for written, context in markdown_numbers(cell.source):
+        checked = "".join(text for heading, text in sections(cell.source) if heading not in QUOTED.get(chapter, {}))
+        for written, context in markdown_numbers(checked):
             is_setting = written[-1] not in "x×%" and value(written)[0] in literals
             if not (written in constants or is_setting or is_printed(written, printed)):
                 problems.append(f"cell {index}: {written!r} in '...{context}...'")
-        for m in SUMMARY.finditer(prose(cell.source)):
+        for m in SUMMARY.finditer(prose(checked)):
             if m[0].lower() not in words:
                 problems.append(f"cell {index}: {m[0]!r} (a summary of numbers: make it with course.claims "
                                 "in a cell)")
@@ -203,6 +222,11 @@ def test_every_listed_constant_is_still_used():
         everywhere |= stated
         assert not set(WORDS.get(chapter(path), {})) - phrases, f"{path.name}: stale WORDS"
     assert not set(CONSTANTS["*"]) - everywhere, "stale CONSTANTS['*']"
+    for chapter_, headings in QUOTED.items():
+        path = next(p for p in LECTURES if chapter(p) == chapter_)
+        found = {h for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"
+                 for h, _ in sections(c.source)}
+        assert not set(headings) - found, f"{path.name}: stale QUOTED"
 
 
 # ---------------------------------------------------------------- a planted false sentence
