@@ -13,6 +13,7 @@ shows the idea and the numbers, not the JSON:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -79,10 +80,34 @@ def load_weights(vocab, name: str, seed: int = 1, folder=None):
 
 
 def table(header, rows) -> str:
-    """A markdown table: a header and rows of cells (any values, shown with str)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    """A markdown table: a header and rows of cells (any values, shown with str). A ``|`` inside
+    a cell ("KL(p || q)") is escaped: unescaped, it splits the cell and the page shows raw text."""
+    def cells(values):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in values) + " |"
+    lines = [cells(header), "|" + "---|" * len(header)]
+    lines += [cells(row) for row in rows]
     return "\n".join(lines)
+
+
+def read_table(name: str, column: str = "") -> list[dict]:
+    """The first table of bench/results/NAME.md (the first with a column COLUMN, if given) as
+    rows of {header: cell text}, for a page that has no JSON beside it (a lecture's claim reads
+    the numbers the bench printed)."""
+    path = RESULTS / f"{name}.md"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run bench/{name}.py, or restore the committed one "
+                                "(git checkout -- bench/results).")
+
+    def cells(line):                      # a "\|" inside a cell is a "|" (see table())
+        return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+
+    blocks = [[line for line in block.splitlines() if line.startswith("|")]
+              for block in path.read_text().split("\n\n")]
+    for rows in blocks:
+        if len(rows) >= 2 and set(rows[1]) <= set("|-: ") and (not column or column in cells(rows[0])):
+            return [dict(zip(cells(rows[0]), cells(line))) for line in rows[2:]]
+    raise ValueError(f"bench/results/{name}.md has no table" + (f" with a column {column!r}" if column else "")
+                     + f": rerun bench/{name}.py")
 
 
 def test_table(runs: dict, floor_test: float) -> str:
