@@ -250,7 +250,7 @@ class CourseFeedback(NbGraderPreprocessor):
                                         status=status_of(result, needs_manual=False)[0],
                                         reason=f"late: {late:g} point{'s' if late != 1 else ''} taken by the "
                                                "course's late policy" if late else "")
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(summary, metadata={"course": {"summary": True}}))
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(summary))
         resources.setdefault("inlining", {}).setdefault("css", []).append(feedback.CSS)
         return nb, resources
 
@@ -259,13 +259,12 @@ class LimitText(NbGraderPreprocessor):
     """A page's cost bounded before it is rendered: each cell's text (source, outputs) cut at
     ``feedback.CELL_CHARS`` and the page's at ``feedback.PAGE_CHARS``, attached images at
     ``feedback.PAGE_IMAGES``, with a note where the text was cut. It runs after CourseFeedback, so
-    that no cut splits a hidden test from the lines that remove it; the summary is the grader's."""
+    that no cut splits a hidden test from the lines that remove it, and leaves its summary (the
+    first cell, the grader's words) whole."""
 
     def preprocess(self, nb, resources):
         text, images = feedback.PAGE_CHARS, feedback.PAGE_IMAGES
-        for cell in nb.cells:
-            if cell.metadata.get("course", {}).get("summary"):
-                continue
+        for cell in nb.cells[1:]:                 # the first is CourseFeedback's summary
             cell.source = feedback.cut(cell.source, min(feedback.CELL_CHARS, text))
             text -= min(len(cell.source), text)
             for output in cell.get("outputs", []):
