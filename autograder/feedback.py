@@ -67,22 +67,123 @@ def _to_mathml(tex: str, display: bool) -> str:
     return f"<math xmlns='http://www.w3.org/1998/Math/MathML' display='block'><mtable>{rows}</mtable></math>"
 
 
-def typeset_math(markdown: str) -> str:
-    """$...$ and $$...$$ in a markdown cell -> MathML (sanitised: only MathML's own elements and
-    attributes), a display's \\tag{N} as its number beside it; what does not parse stays TeX."""
-    def one(m):
-        display, tex = m[1] is not None, m[1] if m[1] is not None else m[2]
-        tag = _TAG.search(tex)
-        try:
-            mathml = _to_mathml(_TAG.sub("", tex), display)
-        except Exception:                         # anything latex2mathml cannot read stays as written
-            return m[0]
-        mathml = nh3.clean(mathml, tags=_MATHML, attributes=_MATHML_ATTRIBUTES)
-        if not display:
-            return mathml
-        number = f"<span>({html.escape(tag[1])})</span>" if tag else ""
-        return f"\n\n<div class='course-eq'>{mathml}{number}</div>\n\n"
-    return _MATH.sub(one, markdown)
+# ------------------------------------------------------------------ a page that shows a student's work
+# The student's markdown is rendered here, at the end: the page's markdown filter (nbconvert's parser,
+# whose math tokens become MathML), then nh3, and nh3 again over the whole body of the finished page
+# (`sanitized_page`), so nothing that writes HTML comes after the sanitiser. Math is typeset from the
+# parser's tokens, so `$x$` inside an attribute, a code span or a link stays text.
+
+#: what the student's text may take of a page: a cell's characters, a page's, a cell's equations (the
+#: cost of a page grows with them: 0.5 MB of `$x$ ` in one cell took 90 s and 1.2 GB to typeset)
+CELL_CHARS = 20_000
+PAGE_CHARS = 200_000
+CELL_EQUATIONS = 300
+PAGE_IMAGES = 2_000_000      # characters of base64: the images a student attached to markdown cells
+#: the browser's own guarantee that a page loads nothing from anywhere and runs no script
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+_TAGS = set(nh3.ALLOWED_TAGS) | _MATHML | {"main"}
+_ATTRIBUTES = {**{tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}, **_MATHML_ATTRIBUTES}
+_ATTRIBUTES["*"] = {"id", "class", "title"}          # nbconvert's ids and classes; the template's anchors
+_ATTRIBUTES["a"] = _ATTRIBUTES.get("a", set()) | {"name"}
+_ATTRIBUTES["details"] = {"open"}
+_EMBEDDED = re.compile(r"data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*")
+
+
+def _loads_nothing(tag: str, attribute: str, value: str):
+    """An image only from the page itself (a PNG, JPEG or GIF embedded as data), never from a
+    server or a file; no link to a data: URL."""
+    if attribute == "src":
+        return value if _EMBEDDED.fullmatch(value) else None
+    if value.lstrip().lower().startswith("data:"):
+        return None
+    return value
+
+
+def clean(fragment: str) -> str:
+    """HTML that runs nothing and loads nothing: nh3 with nbconvert's classes and ids, MathML, and
+    images only as embedded data."""
+    return nh3.clean(fragment, tags=_TAGS, attributes=_ATTRIBUTES, attribute_filter=_loads_nothing,
+                     url_schemes={"http", "https", "mailto", "data"}, link_rel="noopener noreferrer")
+
+
+def _renderer(typeset: bool):
+    """nbconvert's renderer of a notebook's markdown, a missing attachment shown as its alt text
+    (nbconvert raises on it, which stopped `nbgrader autograde` and `generate_feedback` for that
+    student), and with ``typeset`` its math as MathML (a cell's first CELL_EQUATIONS equations;
+    later ones, and what latex2mathml cannot read, stay TeX)."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer
+
+    class Renderer(IPythonRenderer):
+        equations = 0
+
+        def _math(self, tex: str, display: bool) -> str:
+            written = self.escape_html(f"$${tex}$$" if display else f"${tex}$")
+            self.equations += 1
+            if not typeset or self.equations > CELL_EQUATIONS:
+                return written
+            tag = _TAG.search(tex)
+            try:
+                mathml = _to_mathml(_TAG.sub("", tex), display)
+            except Exception:                     # anything latex2mathml cannot read stays as written
+                return written
+            if not display:
+                return mathml
+            number = f"<span>({html.escape(tag[1])})</span>" if tag else ""
+            return f"<span class='course-eq'>{mathml}{number}</span>"
+
+        def inline_math(self, body: str) -> str:
+            return self._math(body, display=False)
+
+        def block_math(self, body: str) -> str:
+            return self._math(body, display=True)
+
+        def latex_environment(self, name: str, body: str) -> str:
+            return self._math(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
+
+        def _embed_image_or_attachment(self, src: str) -> str:
+            if src.startswith("attachment:") and src[len("attachment:"):] not in self.attachments:
+                return ""
+            return super()._embed_image_or_attachment(src)
+
+    return Renderer
+
+
+def render_markdown(source: str, attachments: dict | None = None, typeset: bool = True) -> str:
+    """A markdown cell as nbconvert renders it (see :func:`_renderer`), NOT sanitised."""
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
+    renderer = _renderer(typeset)(escape=False, attachments=attachments or {})
+    return MarkdownWithMath(renderer=renderer).render(source)
+
+
+def markdown_html(source: str, attachments: dict | None = None) -> str:
+    """A markdown cell as its page shows it: rendered, typeset, then cleaned (the last step)."""
+    return clean(render_markdown(source, attachments))
+
+
+def sanitized_page(page: str) -> str:
+    """A finished HTML page, made safe as the last step: its head is the template's (no student
+    text in it) without its scripts (nbconvert's links MathJax from a CDN), links and the files its
+    styles name (bootstrap's fonts), and with the CSP; its body, everything from the notebook,
+    passes nh3."""
+    start, end = page.find("<body"), page.rfind("</body>")
+    if start < 0 or end < start:
+        raise ValueError("not an HTML page with a body")
+    head = re.sub(r"<script\b.*?</script\s*>", "", page[:start], flags=re.S | re.I)
+    head = re.sub(r"<link\b[^>]*>", "", head, flags=re.I)
+    head = re.sub(r"url\(\s*(?![\"']?data:)[^)]*\)", "url(data:,)", head, flags=re.I)   # bootstrap's fonts
+    if "<head>" not in head:
+        raise ValueError("not an HTML page with a head")
+    head = head.replace("<head>", f"<head>\n<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">", 1)
+    body = page[page.index(">", start) + 1:end]
+    return head + "<body>\n" + clean(body) + "\n</body>\n</html>\n"
+
+
+def cut(text: str, limit: int) -> str:
+    """At most ``limit`` characters of a student's text, and a note where it was cut."""
+    if len(text) <= limit:
+        return text
+    return (text[:limit] + f"\n\n[cut here: the feedback page shows {limit:,} of the {len(text):,} characters "
+            f"written here (at most {CELL_CHARS:,} a cell, {PAGE_CHARS:,} a page)]\n")
 
 
 def lecture_links(markdown: str) -> str:
@@ -154,7 +255,7 @@ def summary_html(result: dict, student: str, score: float | None = None, status:
         sections.append(f"<h3><code>{html.escape(cell['grade_id'])}</code>: {cell['points']:g} / "
                         f"{cell['max_points']:g}</h3><ul>{items}</ul>")
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.get("notes", []))
-    return (f"<div class='course-feedback'><style>{CSS}</style>"
+    return (f"<div class='course-feedback'>"
             f"<h2>{html.escape(result.get('notebook', ''))}: feedback for {html.escape(student)}</h2>"
             f"<p><b>{score:g} / {result.get('max_score', 0):g} points</b>"
             + (f" &middot; {html.escape(status)}" if status else "")
@@ -167,7 +268,72 @@ def summary_html(result: dict, student: str, score: float | None = None, status:
 
 
 def page(result: dict, student: str, status: str = "", reason: str = "") -> str:
-    """A whole page, for a submission nbgrader could not take (refused, unreadable)."""
+    """A whole page, for a submission nbgrader could not take (refused, unreadable) and for one whose
+    page could not be made (the reason says why)."""
     title = html.escape(f"{result.get('notebook', '')} - {student}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
-            + summary_html(result, student, status=status, reason=reason) + "</body></html>")
+    return (f"<!doctype html><html><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\"><title>{title}</title>"
+            f"<style>{CSS}</style></head><body>"
+            + clean(summary_html(result, student, status=status, reason=reason)) + "</body></html>")
+
+
+# ------------------------------------------------------------------ making the pages
+#: limits of one page's generation: its own process, stopped past them
+PAGE_SECONDS = 60
+PAGE_MEMORY = 3 * 2**30      # bytes of address space (nbgrader and its imports take about 1 GB of it)
+
+
+def _make_page(course: str, student: str, notebook: str, log: str, seconds: int, memory: int):
+    """In a child process: ``nbgrader generate_feedback NOTEBOOK --student STUDENT``, within the limits
+    of CPU time and memory, its messages into ``log``."""
+    import resource
+    import sys
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
+    with open(log, "w") as out:
+        os.dup2(out.fileno(), 2)
+    os.chdir(course)
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+    sys.argv = ["nbgrader", "generate_feedback", notebook, "--student", student, "--force"]
+    NbGraderApp.launch_instance(sys.argv[1:])
+
+
+def make_pages(course, submissions: list, workers: int = 2, seconds: int = PAGE_SECONDS,
+               memory: int = PAGE_MEMORY) -> dict:
+    """nbgrader's feedback page of each (student, notebook), each made in a process of its own, forked
+    from a server that has nbgrader imported once, and stopped past PAGE_SECONDS or PAGE_MEMORY: one
+    page that fails or runs away (``seconds`` of CPU, twice that of wall-clock time, ``memory`` bytes of
+    address space) costs that page alone. Returns {(student, notebook): (reason, what nbgrader said last)} for the
+    pages that were not made: the reason is for the student's page, nbgrader's words for the instructor."""
+    import multiprocessing
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["autograder.nbgrader_plugin", "nbgrader.apps.nbgraderapp"])
+    course = Path(course)
+
+    def one(item):
+        student, notebook = item
+        page = course / "feedback" / student / notebook / f"{notebook}.html"
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "log"
+            child = context.Process(target=_make_page, args=(str(course), student, notebook, str(log), seconds,
+                                                             memory), daemon=True)
+            child.start()
+            child.join(2 * seconds)
+            if child.is_alive():
+                child.kill()
+                child.join()
+                return f"making it took longer than {2 * seconds} s", ""
+            if child.exitcode == 0 and page.is_file():
+                return None
+            lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
+            said = [line.strip() for line in lines if re.match(r"\s*[\w.]+(Error|Exception|Invalid\w*): ", line)] \
+                or [line for line in lines if "ERROR" in line]
+            cause = f"stopped by signal {-child.exitcode}" if child.exitcode < 0 else f"exit code {child.exitcode}"
+            return f"nbgrader generate_feedback stopped on it ({cause})", said[-1][-300:] if said else ""
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        outcomes = dict(zip(submissions, pool.map(one, submissions)))
+    return {item: outcome for item, outcome in outcomes.items() if outcome}

@@ -200,17 +200,30 @@ def write_csv(records: list, path: Path):
                                                            r["max_score"], r["status"], r.get("reason", ""))])
 
 
-def write_feedback(course: Path = COURSE) -> Path:
-    """nbgrader's feedback for every graded submission (the course's content, see
-    nbgrader_plugin.CourseFeedback), and a page for each one nbgrader could not take."""
-    chapters = sorted({p.parent.name for p in (course / "autograded").glob("*/*/*.ipynb")})
-    for chapter in chapters:
-        nbgrader("generate_feedback", chapter, "--force", course=course)
+def write_feedback(course: Path = COURSE, workers: int = 2) -> Path:
+    """nbgrader's feedback page for every graded submission (the course's content, see
+    nbgrader_plugin.CourseFeedback), each made in a process of its own with limits of time and
+    memory (feedback.make_pages); a page for each one nbgrader could not take, and for each
+    whose page could not be made, with the reason (the rest of the class gets theirs)."""
+    printable = lambda text: "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(text))  # no control
+    made = sorted((p.parent.parent.name, p.parent.name) for p in (course / "autograded").glob("*/*/*.ipynb"))
+    unmade = feedback.make_pages(course, made, workers)
+    for (student, notebook), (reason, said) in unmade.items():
+        print(f"no feedback page for {printable(student)} {printable(notebook)}: {reason}"
+              + (f" (nbgrader: {printable(said)})" if said else "") + "; the student gets the reason instead",
+              file=sys.stderr)
     for record in load_records(course):
-        if record["status"] == "failed":
-            out = course / "feedback" / record["student"] / record["notebook"] / f"{record['notebook']}.html"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(feedback.page(record, record["student"], record["status"], record["reason"]))
+        student, notebook = record["student"], record["notebook"]
+        if (student, notebook) in unmade:
+            reason = (f"the feedback page of your notebook could not be made ({unmade[student, notebook][0]}): "
+                      "ask your instructor")
+        elif record["status"] == "failed":
+            reason = record["reason"]
+        else:
+            continue
+        out = course / "feedback" / student / notebook / f"{notebook}.html"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(feedback.page(record, student, record["status"], reason))
     return course / "feedback"
 
 

@@ -38,10 +38,20 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # The feedback students get: their notebook with its scores, each test cell's check
-# messages, a summary on top, and never a hidden test.
+# messages, a summary on top, and never a hidden test. The student's text is cut to a
+# bounded size (LimitText) after the hidden tests are gone; the page is made safe last, by
+# its exporter (FeedbackPage: its whole body through nh3, no script, nothing loaded).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "autograder.nbgrader_plugin.SanitizeHtml",
     "autograder.nbgrader_plugin.CourseFeedback",
+    "autograder.nbgrader_plugin.LimitText",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+c.GenerateFeedback.exporter_class = "autograder.nbgrader_plugin.FeedbackPage"
+# Every page nbconvert makes here (formgrader's and the feedback's) renders the student's markdown
+# with the course's filter, which sanitises after everything that writes HTML (equations typeset
+# from the parser's tokens, then nh3), and keeps links as the sanitiser left them; raw cells are
+# not rendered.
+c.HTMLExporter.filters = {"markdown2html": "autograder.nbgrader_plugin.page_markdown",
+                          "strip_files_prefix": "autograder.nbgrader_plugin.as_written"}
+c.HTMLExporter.raw_mimetypes = []

@@ -21,11 +21,16 @@
   DeduplicateIds leaves ``nbgrader: {}`` behind, on which a later step fails) and a
   deleted test cell that followed a locked cell (its ``add_missing_cells`` then fails).
 * :class:`CourseFeedback` runs in ``nbgrader generate_feedback``: it removes the
-  hidden tests from the test cells and puts the course's summary on top.
-* :class:`SanitizeHtml` runs in both: formgrader (in the instructor's browser) and
-  the feedback page render the student's markdown and outputs as HTML, so markup
-  that could run there (scripts, event handlers, ``javascript:`` links, styles)
-  is removed with ``nh3`` before the notebook reaches ``autograded/``.
+  hidden tests from the test cells and puts the course's summary on top; :class:`LimitText`
+  then cuts the student's text to a bounded size, with a note where it was cut.
+* :class:`SanitizeHtml` runs in ``nbgrader autograde``: formgrader (in the instructor's
+  browser) renders the student's markdown and outputs as HTML, so markup that could run
+  there (scripts, event handlers, ``javascript:`` links, styles) is removed with ``nh3``
+  before the notebook reaches ``autograded/``.
+* :func:`page_markdown` is the markdown filter of every page nbconvert makes with this
+  configuration (formgrader's, the feedback's): equations typeset as MathML from the
+  parser's tokens, then ``nh3``, the last step. :class:`FeedbackPage` is the feedback's
+  exporter: the finished page's body through ``nh3``, no script, a CSP, nothing loaded.
 
 The trusted result of each submission is kept in ``<course>/trusted/<student>/
 <notebook>.json`` (written by ``GradeInSandbox``, atomically) for the feedback page
@@ -39,9 +44,10 @@ import json
 import re
 from pathlib import Path
 
+import jinja2
 import nbformat
 import nh3
-from nbconvert.filters.markdown_mistune import markdown2html_mistune
+from nbconvert.exporters import HTMLExporter
 from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
@@ -158,10 +164,10 @@ _ATTRIBUTES["*"] = _ATTRIBUTES.get("*", set()) | {"id", "class"}
 SAFE_OUTPUTS = {"text/plain", "image/png", "image/jpeg", "image/gif"}
 
 
-def safe_markdown(source: str) -> str:
+def safe_markdown(source: str, attachments: dict | None = None) -> str:
     """Markdown as nbconvert renders it, unchanged when that HTML is safe; otherwise
     the sanitised HTML, on one line (a raw HTML block that markdown leaves alone)."""
-    rendered = markdown2html_mistune(source)
+    rendered = feedback.render_markdown(source, attachments, typeset=False)
     clean = nh3.clean(rendered, attributes=_ATTRIBUTES, link_rel=None)
     if html.unescape(clean) == html.unescape(rendered):
         return source
@@ -177,7 +183,7 @@ class SanitizeHtml(NbGraderPreprocessor):
                 for key in set(bundle) - SAFE_OUTPUTS:
                     del bundle[key]
             if cell.cell_type == "markdown":
-                cell.source = safe_markdown(cell.source)
+                cell.source = safe_markdown(cell.source, cell.get("attachments"))
             elif cell.cell_type == "raw":
                 for key in ("raw_mimetype", "format"):
                     cell.metadata.pop(key, None)
@@ -221,8 +227,9 @@ class GradeInSandbox(NbGraderPreprocessor):
 
 
 class CourseFeedback(NbGraderPreprocessor):
-    """No hidden test in the feedback; the course's summary on top; equations typeset without a
-    script; each test cell's points said in words (nbgrader's bare `Out[ ]: 1` is for the gradebook)."""
+    """No hidden test in the feedback; the course's summary on top (and its style in the page's
+    head); each test cell's points said in words (nbgrader's bare `Out[ ]: 1` is for the gradebook).
+    Equations are typeset by the page's markdown filter (:func:`page_markdown`)."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
@@ -235,7 +242,7 @@ class CourseFeedback(NbGraderPreprocessor):
                         "stream", name="stdout", text=f"points: {points[-1]['data'].get('text/plain', '0')} "
                                                       f"of {float(marks(cell).get('points', 0)):g}\n")]
             elif cell.cell_type == "markdown":
-                cell.source = feedback.lecture_links(feedback.typeset_math(cell.source))
+                cell.source = feedback.lecture_links(cell.source)
         course = Path(CourseDirectory(config=self.config).root)
         result = load_result(course, info["student"], info["notebook"]) or {"notebook": info["notebook"]}
         late = info.get("late_penalty") or 0
@@ -244,7 +251,55 @@ class CourseFeedback(NbGraderPreprocessor):
                                         reason=f"late: {late:g} point{'s' if late != 1 else ''} taken by the "
                                                "course's late policy" if late else "")
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(summary))
+        resources.setdefault("inlining", {}).setdefault("css", []).append(feedback.CSS)
         return nb, resources
+
+
+class LimitText(NbGraderPreprocessor):
+    """A page's cost bounded before it is rendered: each cell's text (source, outputs) cut at
+    ``feedback.CELL_CHARS`` and the page's at ``feedback.PAGE_CHARS``, attached images at
+    ``feedback.PAGE_IMAGES``, with a note where the text was cut. It runs after CourseFeedback, so
+    that no cut splits a hidden test from the lines that remove it, and leaves its summary (the
+    first cell, the grader's words) whole."""
+
+    def preprocess(self, nb, resources):
+        text, images = feedback.PAGE_CHARS, feedback.PAGE_IMAGES
+        for cell in nb.cells[1:]:                 # the first is CourseFeedback's summary
+            cell.source = feedback.cut(cell.source, min(feedback.CELL_CHARS, text))
+            text -= min(len(cell.source), text)
+            for output in cell.get("outputs", []):
+                for holder, key in [(output, "text"), (output.get("data", {}), "text/plain")]:
+                    if isinstance(holder.get(key), str):
+                        holder[key] = feedback.cut(holder[key], min(feedback.CELL_CHARS, text))
+                        text -= min(len(holder[key]), text)
+            for name, bundle in list(cell.get("attachments", {}).items()):
+                size = sum(len(data) for data in bundle.values())
+                if size > images:
+                    del cell.attachments[name]             # shown as its alt text
+                images -= min(size, images)
+        return nb, resources
+
+
+@jinja2.pass_context
+def page_markdown(context, source: str) -> str:
+    """The pages' markdown filter (formgrader's and the feedback's): rendered, equations typeset
+    as MathML, then cleaned with nh3 as the last step (:func:`feedback.markdown_html`)."""
+    return feedback.markdown_html(source, context.get("cell", {}).get("attachments", {}))
+
+
+def as_written(text: str) -> str:
+    """In place of nbconvert's strip_files_prefix, which would turn a clean `files/javascript:...`
+    link into a live `javascript:` one after the sanitiser: links stay as the sanitiser left them."""
+    return text
+
+
+class FeedbackPage(HTMLExporter):
+    """nbgrader's feedback page, made safe as its last step (:func:`feedback.sanitized_page`): no
+    script and no load from elsewhere in its head, a CSP, and its whole body through nh3."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        output, resources = super().from_notebook_node(nb, resources, **kw)
+        return feedback.sanitized_page(output), resources
 
 
 def status_of(result: dict, needs_manual: bool) -> tuple:

@@ -143,6 +143,103 @@ def test_a_helper_of_their_own_named_make_batch_is_fine():
     assert failing(PAD_CHECKS, pad_batch=namespace["pad_batch"]) == {}
 
 
+REFUSED = {name: ["pad_batch calls course.data.make_batch/make_batches: write the padding yourself"]
+           for name in PAD_CHECKS}
+
+
+def _course_pad(make_batch):
+    """A pad_batch that leaves the padding to ``make_batch`` (the course's, however it was reached)."""
+    def lazy(sentences, vocab):
+        ids, _ = data.encode(sentences, vocab, max_unknown=1.0)
+        b = make_batch(ids, vocab)
+        return b.inputs, b.targets, b.masks
+    return lazy
+
+
+def _by_getattr(sentences, vocab):
+    import importlib
+    return _course_pad(getattr(importlib.import_module("course.data"), "make_" + "batch"))(sentences, vocab)
+
+
+def _by_alias():
+    alias = data.make_batch            # taken when the answer cell ran, before the probe
+    return _course_pad(alias)
+
+
+def _by_partial():
+    import functools
+    return _course_pad(functools.partial(data.make_batch))
+
+
+def _by_code_copy():
+    import types
+    copy = types.FunctionType(data.make_batch.__code__, vars(data), "mine", data.make_batch.__defaults__)
+    return _course_pad(copy)
+
+
+def _by_renamed_code():
+    import types
+    code = data.make_batch.__code__.replace(co_name="mine", co_firstlineno=1)
+    return _course_pad(types.FunctionType(code, vars(data), "mine", data.make_batch.__defaults__))
+
+
+def _by_course_batches(sentences, vocab):
+    ids, _ = data.encode(sentences, vocab, max_unknown=1.0)
+    (b,) = data.make_batches(ids, vocab, batch_size=len(ids), sort=False)
+    return b.inputs, b.targets, b.masks
+
+
+def _in_a_thread():
+    import threading
+    copy = _by_code_copy()
+
+    def in_thread(sentences, vocab):
+        out = []
+        worker = threading.Thread(target=lambda: out.append(copy(sentences, vocab)))
+        worker.start()
+        worker.join()
+        return out[0]
+    return in_thread
+
+
+def _restores_the_code():
+    saved = data.make_batch.__code__
+
+    def restoring(sentences, vocab):
+        data.make_batch.__code__ = saved
+        return _course_pad(data.make_batch)(sentences, vocab)
+    return restoring
+
+
+def _removes_the_hook(sentences, vocab):
+    import sys
+    sys.setprofile(None)
+    return _by_code_copy()(sentences, vocab)
+
+
+def _catches_the_refusal(sentences, vocab):
+    try:
+        return _course_pad(data.make_batch)(sentences, vocab)
+    except RuntimeError:
+        return pad_batch(sentences, vocab)
+
+
+@pytest.mark.parametrize("route", [_by_getattr, _by_alias(), _by_partial(), _by_code_copy(), _by_renamed_code(),
+                                   _by_course_batches, _in_a_thread(), _restores_the_code(), _removes_the_hook,
+                                   _catches_the_refusal],
+                         ids=["getattr-importlib", "alias", "partial", "code-copy", "renamed-code",
+                              "make_batches", "thread", "restores-code", "removes-hook", "catches-refusal"])
+def test_every_route_to_the_course_padding_scores_as_the_plain_call(route):
+    """Judged by what runs: each way of reaching course.data.make_batch fails the padding checks as
+    the plain call does, and the helpers are whole again afterwards."""
+    assert failing(PAD_CHECKS, pad_batch=route) == REFUSED
+    assert data.make_batch.__code__ is probes.HELPER_CODE[0] and data.make_batches.__code__ is probes.HELPER_CODE[1]
+    assert data.make_batch([[3]], data.Vocab(ch06.TOKENS)).masks == [[1.0], [1.0]]
+    import sys
+    import threading
+    assert sys.getprofile() is None and threading.getprofile() is None
+
+
 # -------------------------------------------------------------------------- masked_batch_nll
 def test_correct_masked_batch_nll_passes():
     assert failing(NLL_CHECKS, masked_batch_nll=masked_batch_nll) == {}

@@ -145,9 +145,9 @@ CLASS = {"ada": HONEST_A, "ben": HONEST_A, "cy": DISGUISED, "dee": HONEST_B, "el
 COPIES = {frozenset(p) for p in (("ada", "ben"), ("ada", "cy"), ("ben", "cy"))}
 
 
-def write_class(folder):
+def write_class(folder, students=CLASS):
     exercise = nbformat.read(ROOT / "exercises" / f"{CHAPTER}.ipynb", as_version=4)
-    for student, code in CLASS.items():
+    for student, code in students.items():
         nb = nbformat.from_dict(exercise)
         for cell in nb.cells:
             grade_id = marks(cell).get("grade_id")
@@ -161,7 +161,8 @@ def write_class(folder):
 def report(tmp_path_factory):
     base = tmp_path_factory.mktemp("similarity")
     write_class(base / "class")
-    pairs = similarity.compare(base / "class", CHAPTER, base / "out")
+    pairs, notes = similarity.compare(base / "class", CHAPTER, base / "out")
+    assert notes == {}, "no honest or plainly copied answer runs code from strings"
     return pairs, base / "out" / f"{CHAPTER}.html"
 
 
@@ -210,3 +211,81 @@ def test_the_command_line_names_what_is_missing(tmp_path, capsys):
     assert "nothing to compare" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         similarity.main(["99_nothing", "--submissions", str(tmp_path)])
+
+
+# Copies that run HONEST_A's code from strings, each answer cell wrapped whole; and folders named as
+# markup and as terminal control sequences (a student chooses her folder's name).
+def _wrapped(code: dict, wrap) -> dict:
+    return {grade_id: wrap(source) for grade_id, source in code.items()}
+
+
+def _base64(source):
+    import base64
+    return f"import base64\nexec(base64.b64decode({base64.b64encode(source.encode()).decode()!r}))"
+
+
+def _hex_in_pieces(source):
+    encoded = source.encode().hex()
+    half = len(encoded) // 2
+    return f"part = {encoded[:half]!r}\nrest = {encoded[half:]!r}\nexec(bytes.fromhex(part + rest).decode())"
+
+
+def _zlib_by_getattr(source):
+    import base64
+    import zlib
+    packed = base64.b64encode(zlib.compress(source.encode())).decode()
+    return ("import base64, builtins, zlib\n"
+            f"getattr(builtins, 'ex' + 'ec')(zlib.decompress(base64.b64decode({packed!r})))")
+
+
+MARKUP = "<img src=x onerror=alert(1)>"
+TERMINAL = "\x1b[2Kfaker\r"
+WRAPPED = {"ada": HONEST_A, "b64": _wrapped(HONEST_A, _base64),
+           "plain": _wrapped(HONEST_A, lambda source: f"exec({source!r})"),
+           "hexed": _wrapped(HONEST_A, _hex_in_pieces), "zipped": _wrapped(HONEST_A, _zlib_by_getattr),
+           "dee": HONEST_B, MARKUP: HONEST_C, TERMINAL: HONEST_C}
+
+
+@pytest.fixture(scope="module")
+def wrapped(tmp_path_factory):
+    """``python -m autograder.similarity`` (the real command) on a class folder with the copies."""
+    import subprocess
+    import sys
+    base = tmp_path_factory.mktemp("wrapped")
+    write_class(base / "class", WRAPPED)
+    run = subprocess.run([sys.executable, "-m", "autograder.similarity", CHAPTER, "--submissions",
+                          str(base / "class"), "--out", str(base / "out")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout, (base / "out" / f"{CHAPTER}.html").read_text()
+
+
+def test_code_run_from_strings_is_compared_as_the_code_it_runs(wrapped):
+    """Each wrapped copy is flagged with the student it was copied from (it scored 0% before) and
+    gets a note; the honest students stay unflagged."""
+    out, _ = wrapped
+    flagged = {frozenset(line.split()[:3:2]) for line in out.splitlines() if line.endswith("<- look")}
+    for copy in ("b64", "plain", "hexed", "zipped"):
+        assert frozenset(("ada", copy)) in flagged, out
+        assert any(line.startswith(f"note: {copy}: runs code from strings") for line in out.splitlines()), out
+    assert not [pair for pair in flagged if pair & {"dee"}], out
+    assert "note: zipped: runs code from strings or reaches Python's machinery for it (builtins, exec); " \
+           "holds encoded code" in out, out
+    assert "note: ada" not in out and "note: dee" not in out
+
+
+def test_names_are_escaped_in_the_report_and_the_terminal(wrapped):
+    """A folder named as an HTML tag is text in the report; one named with escape sequences and a
+    carriage return cannot rewrite the instructor's terminal."""
+    out, page = wrapped
+    assert "\x1b" not in out and "\r" not in out
+    assert "\\x1b[2Kfaker\\r" in out
+    assert MARKUP not in page and "onerror" not in page.replace("&lt;img src=x onerror=alert(1)&gt;", "")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "\x1b" not in page
+    assert "http://" not in page and "https://" not in page, "the report loads nothing from elsewhere"
+    from tests.browser import offline_page
+    with offline_page() as browser:
+        browser.set_content(page)
+        assert browser.evaluate("document.querySelectorAll('img').length") == 0
+        assert MARKUP in browser.inner_text("body")

@@ -6,38 +6,66 @@ inputs come from :mod:`autograder.reference.ch06_minibatching`.
 """
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 
-COURSE_BATCHING = ("make_batch", "make_batches")
-
+from course import data
 
 # -------------------------------------------------------------------------- pad_batch
-def _names_in(code) -> set:
-    """Every global or attribute name a function's code (and code nested in it) refers to."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            names |= _names_in(const)
-    return names
+# "Write the padding yourself" is judged by what runs, not by names: while the student's pad_batch
+# is probed, the course's padding helpers (make_batches pads through make_batch; nothing else in
+# `course` pads) refuse to work, whatever route reaches them (an alias, getattr, importlib, a
+# partial, a helper of the course that calls them), and a profile hook notes any run of their
+# code, also as a copy made with their code object. Their code objects are taken here, when the
+# sandbox loads the probes, before any student code runs.
+HELPERS = (data.make_batch, data.make_batches)
+HELPER_CODE = tuple(f.__code__ for f in HELPERS)
 
 
-def calls_course_batching(fn, seen=None) -> bool:
-    """Does ``fn``, or a function of the same notebook it calls, use course.data.make_batch(es)?"""
-    from course import data
-    course_functions = (data.make_batch, data.make_batches)
-    seen = set() if seen is None else seen
-    seen.add(fn)
-    for name in _names_in(fn.__code__):
-        value = fn.__globals__.get(name)
-        if any(value is f for f in course_functions):
-            return True
-        if value is None and name in COURSE_BATCHING:       # data.make_batch(...)
-            return True
-        if callable(value) and hasattr(value, "__code__") and value not in seen \
-                and getattr(value, "__module__", None) == fn.__module__ \
-                and calls_course_batching(value, seen):
-            return True
-    return False
+def _refused(*args, **kwargs):
+    raise RuntimeError("course.data.make_batch and make_batches cannot be used in pad_batch: "
+                       "write the padding yourself")
+
+
+def _is_helper(code) -> bool:
+    """The code of a course padding helper, its refusal, or a copy of either (same program)."""
+    return any(code is c or (code.co_code, code.co_consts, code.co_names) == (c.co_code, c.co_consts, c.co_names)
+               for c in HELPER_CODE + (_refused.__code__,))
+
+
+def run_without_course_batching(call):
+    """``(call()'s result or None, whether it reached the course's padding)``: the course's helpers
+    refuse to work while ``call`` runs and a profile hook notes each run of their code. A submission
+    that undoes either (restores the code, removes the hook) is counted as having reached them."""
+    reached = []
+
+    def hook(frame, event, arg):
+        if event == "call" and _is_helper(frame.f_code):
+            reached.append(frame.f_code.co_name)
+        return hook
+
+    saved_profile, saved_thread_profile = sys.getprofile(), threading.getprofile()
+    for helper in HELPERS:
+        helper.__code__ = _refused.__code__
+    sys.setprofile(hook)
+    threading.setprofile(hook)
+    result = error = None
+    try:
+        try:
+            result = call()
+        except Exception as err:            # the refusal, or the student's own error: decided below
+            error = err
+        intact = sys.getprofile() is hook and all(h.__code__ is _refused.__code__ for h in HELPERS)
+    finally:
+        sys.setprofile(saved_profile)
+        threading.setprofile(saved_thread_profile)
+        for helper, code in zip(HELPERS, HELPER_CODE):
+            helper.__code__ = code
+    if error is not None and intact and not reached:
+        raise error
+    return result, bool(reached) or not intact
 
 
 def _time_major(value, what: str):
@@ -53,18 +81,20 @@ def _time_major(value, what: str):
 
 def pad_batch(functions: dict, inputs: dict) -> dict:
     """``pad_batch(sentences, vocab)`` on the grader's sentences: the three tables as
-    ``(T, B)`` arrays, whether the masks hold floats, and whether it leaned on the
-    course's own make_batch."""
-    from course.data import Vocab
+    ``(T, B)`` arrays and whether the masks hold floats; or, when it reached the course's own
+    make_batch by any route, only that."""
     fn = functions["pad_batch"]
-    result = fn([list(s) for s in inputs["sentences"]], Vocab(inputs["tokens"]))
+    vocab = data.Vocab(inputs["tokens"])
+    result, reached = run_without_course_batching(lambda: fn([list(s) for s in inputs["sentences"]], vocab))
+    if reached:
+        return {"calls_course_batching": 1.0}
     if not isinstance(result, tuple) or len(result) != 3:
         raise TypeError("pad_batch must return a tuple (inputs, targets, masks)")
     tables = {name: _time_major(value, name) for name, value in zip(("inputs", "targets", "masks"), result)}
     mask_values = [m for step in result[2] for m in step]
     return {**tables,
             "masks_are_float": float(all(isinstance(m, (float, np.floating)) for m in mask_values)),
-            "calls_course_batching": float(calls_course_batching(fn))}
+            "calls_course_batching": 0.0}
 
 
 # -------------------------------------------------------------------------- masked_batch_nll
