@@ -90,7 +90,8 @@ def nbgrader(*args, course: Path, check: bool = True, timeout: float | None = No
     """Run an nbgrader command in the course directory, with this environment's tools: a process of
     its own (one run cannot stop another; one that outlives ``timeout`` is killed, with everything it
     started in its session, and raises TimeoutExpired), forked from a server that has imported
-    nbgrader and the grader once."""
+    nbgrader and the grader once. As with any multiprocessing, a script that calls this (or
+    ``autograde``) keeps its work under ``if __name__ == "__main__":``: each run imports the script."""
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
     with tempfile.NamedTemporaryFile(prefix="nbgrader-", suffix=".log") as log:
         process = _forkserver().Process(target=_nbgrader_main, args=(str(course), list(args), env, log.name))
