@@ -80,37 +80,39 @@ def cluster(tmp_path_factory):
     def tls(folder: Path, role: str) -> list:
         return ["--tls-ca-file", str(folder / "ca.pem"), "--tls-cert", str(folder / f"{role}.pem"),
                 "--tls-key", str(folder / f"{role}-key.pem")]
-    scheduler = subprocess.Popen([python, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", str(port), "--protocol", "tls", *tls(certs, "scheduler"),
-                                  "--no-dashboard"], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-    workers = []
-    account = pwd.getpwnam(ACCOUNT)
-    for name in ("w1", "w2"):
-        scratch = base / name
-        scratch.mkdir()
-        for file in ("ca.pem", "worker.pem", "worker-key.pem"):       # what a grading machine is given
-            shutil.copy(certs / file, scratch / file)
-            os.chown(scratch / file, account.pw_uid, -1)
-        os.chown(scratch, account.pw_uid, -1)
-        env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(scratch),
-               "MPLBACKEND": "Agg"}
-        workers.append(subprocess.Popen(
-            [python, "-m", "distributed.cli.dask_worker", f"tls://127.0.0.1:{port}", *tls(scratch, "worker"),
-             "--nthreads", "1", "--nworkers", "1", "--no-dashboard", "--name", name,
-             "--local-directory", str(scratch)], env=env, cwd=scratch, stdout=subprocess.DEVNULL,
-            stderr=open(scratch / "log", "w"), start_new_session=True,
-            user=account.pw_uid, group=account.pw_gid, extra_groups=[]))
-    with autograder.cluster.client(f"tls://127.0.0.1:{port}", certs, timeout="60s") as client:
-        client.wait_for_workers(2, timeout=120)
-    yield {"address": f"tls://127.0.0.1:{port}", "workers": workers, "base": base, "certs": certs,
-           "python": python}
-    for process in [scheduler, *workers]:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait()
+    processes = []                  # killed at the end, also when the cluster fails to start
+    try:
+        processes.append(subprocess.Popen(
+            [python, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
+             "--protocol", "tls", *tls(certs, "scheduler"), "--no-dashboard"], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True))
+        account = pwd.getpwnam(ACCOUNT)
+        for name in ("w1", "w2"):
+            scratch = base / name
+            scratch.mkdir()
+            for file in ("ca.pem", "worker.pem", "worker-key.pem"):       # what a grading machine is given
+                shutil.copy(certs / file, scratch / file)
+                os.chown(scratch / file, account.pw_uid, -1)
+            os.chown(scratch, account.pw_uid, -1)
+            env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(scratch),
+                   "MPLBACKEND": "Agg"}
+            processes.append(subprocess.Popen(
+                [python, "-m", "distributed.cli.dask_worker", f"tls://127.0.0.1:{port}", *tls(scratch, "worker"),
+                 "--nthreads", "1", "--nworkers", "1", "--no-dashboard", "--name", name,
+                 "--local-directory", str(scratch)], env=env, cwd=scratch, stdout=subprocess.DEVNULL,
+                stderr=open(scratch / "log", "w"), start_new_session=True,
+                user=account.pw_uid, group=account.pw_gid, extra_groups=[]))
+        with autograder.cluster.client(f"tls://127.0.0.1:{port}", certs, timeout="60s") as client:
+            client.wait_for_workers(2, timeout=120)
+        yield {"address": f"tls://127.0.0.1:{port}", "workers": processes[1:], "base": base, "certs": certs,
+               "python": python}
+    finally:
+        for process in processes:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
     shutil.rmtree(base, ignore_errors=True)
     if made:
         subprocess.run(["userdel", ACCOUNT], check=False)
