@@ -8,7 +8,7 @@ JOBS   ?= 2
 NODE_BIN := $(VENV)/node/node_modules/.bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/$(NODE_BIN):$(PATH)
 
-.PHONY: demo test bench install proxy chromium exercises release autograde feedback grades heldout similarity extend dynet-gpu clean
+.PHONY: demo test bench install proxy chromium exercises release autograde cluster-certs feedback grades heldout similarity extend dynet-gpu clean
 
 install: $(STAMP)
 
@@ -57,9 +57,17 @@ release: $(STAMP)
 
 SUBMISSIONS ?= autograder/samples/submissions
 WORKERS ?= 2
+## SCHEDULER=tls://HOST:PORT grades on a Dask cluster (docs/teaching.md), over TLS with the course's
+## certificates in CERTS; a plain tcp:// address is refused
 SCHEDULER ?=
+CERTS ?= autograder/work/cluster
 autograde: $(STAMP)
-	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler $(SCHEDULER) --certs $(CERTS))
+
+## make cluster-certs: the course's certificate authority and the scheduler's, workers' and
+## instructor's certificates for a Dask cluster, into CERTS (out of git; kept if already there)
+cluster-certs: $(STAMP)
+	$(PY) -m autograder.cluster certs --out $(CERTS)
 
 feedback: $(STAMP)
 	$(PY) -m autograder.grade feedback

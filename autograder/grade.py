@@ -1,7 +1,7 @@
 """The instructor's grading workflow, on an nbgrader course directory.
 
     python -m autograder.grade release   [--out DIR]
-    python -m autograder.grade autograde SUBMISSIONS [--workers N | --scheduler tcp://HOST:PORT]
+    python -m autograder.grade autograde SUBMISSIONS [--workers N | --scheduler tls://HOST:PORT [--certs DIR]]
                                          [--students A,B] [--course DIR]
     python -m autograder.grade feedback  [--course DIR]
     python -m autograder.grade grades    [--csv FILE] [--course DIR]
@@ -15,8 +15,10 @@ whose configuration is ``autograder/nbgrader_config.py``:
 1. intake (:mod:`autograder.intake`): each submission is copied into
    ``submitted/<student>/<chapter>/`` as regular files, or refused with a reason;
 2. ``nbgrader autograde <chapter> --student <student>`` for each accepted submission, several at
-   once in a pool (``--workers`` here; with ``--scheduler tcp://HOST:PORT``, as many as the Dask
-   cluster's workers have threads). In it the course's preprocessor (``GradeInSandbox``, in place of
+   once in a pool (``--workers`` here; with ``--scheduler tls://HOST:PORT``, as many as the Dask
+   cluster's workers have threads, reached over TLS with the course's certificates:
+   :mod:`autograder.cluster`), each a process of its own forked from a server that has imported
+   nbgrader and the grader once (:func:`nbgrader`). In it the course's preprocessor (``GradeInSandbox``, in place of
    nbgrader's in-kernel execution) calls the trusted grader, on this machine or on a worker of the
    cluster, which gets the submission's bytes and returns its result, with no file system shared;
    nbgrader records the scores in the gradebook, so formgrader, ``nbgrader export`` and
@@ -31,10 +33,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -45,15 +50,64 @@ from course.paths import ROOT
 
 WORK = ROOT / "autograder" / "work"
 COURSE = WORK / "course"
+GRADEBOOK_WAIT_S = 120          # how long a run waits for another's write to the gradebook
+
+
+#: imported once, in the fork server every nbgrader run is forked from (autograder/nbgrader_preload.py)
+PRELOAD = ["autograder.nbgrader_preload"]
+_forks = None
+
+
+def _forkserver():
+    """multiprocessing's fork server context, its server loading nbgrader, nbconvert, jsonschema,
+    the course's plugin and DyNet once (started on first use), so that a run forked from it starts
+    in milliseconds instead of seconds of imports."""
+    global _forks
+    if _forks is None:
+        _forks = multiprocessing.get_context("forkserver")
+        _forks.set_forkserver_preload(PRELOAD)
+    return _forks
+
+
+def _nbgrader_main(course: str, argv: list, env: dict, log: str):
+    """An nbgrader command in a process of its own (forked from the fork server): a new session,
+    so that a stuck run is killed with what it started; the caller's environment; its output to
+    ``log``; nbgrader's application and its singletons made here, fresh for this run."""
+    os.setsid()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(course)
+    fd = os.open(log, os.O_WRONLY | os.O_TRUNC)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.argv = ["nbgrader", *argv]
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+    NbGraderApp.launch_instance(argv)            # its sys.exit(code) is this process's exit code
 
 
 def nbgrader(*args, course: Path, check: bool = True, timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Run an nbgrader command in the course directory, with this environment's tools."""
+    """Run an nbgrader command in the course directory, with this environment's tools: a process of
+    its own (one run cannot stop another; one that outlives ``timeout`` is killed, with everything it
+    started in its session, and raises TimeoutExpired), forked from a server that has imported
+    nbgrader and the grader once. As with any multiprocessing, a script that calls this (or
+    ``autograde``) keeps its work under ``if __name__ == "__main__":``: each run imports the script."""
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
-    run = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), *args], cwd=course, env=env,
-                         capture_output=True, text=True, timeout=timeout)
+    with tempfile.NamedTemporaryFile(prefix="nbgrader-", suffix=".log") as log:
+        process = _forkserver().Process(target=_nbgrader_main, args=(str(course), list(args), env, log.name))
+        process.start()
+        process.join(timeout)
+        if process.exitcode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                process.kill()
+            process.join()
+            raise subprocess.TimeoutExpired(["nbgrader", *args], timeout, Path(log.name).read_text(errors="replace"))
+        output = Path(log.name).read_text(errors="replace")
+    run = subprocess.CompletedProcess(["nbgrader", *args], process.exitcode, output, "")
     if check and run.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed in {course}:\n{(run.stdout + run.stderr)[-3000:]}")
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed in {course}:\n{output[-3000:]}")
     return run
 
 
@@ -93,27 +147,30 @@ def _refused(course: Path, item, reason: str) -> dict:
     return {"student": item.student, **result, "status": "failed", "reason": reason}
 
 
-def pool_size(workers: int = 2, scheduler: str | None = None) -> int:
+def pool_size(workers: int = 2, scheduler: str | None = None, certs: Path | None = None) -> int:
     """How many submissions are graded at once: ``workers`` on this machine, or as many as the
-    Dask cluster's workers have threads (asked once: a scheduler that cannot be reached stops the
-    run here, before anyone is graded)."""
+    Dask cluster's workers have threads (asked once, over TLS with the course's certificates: a
+    scheduler that cannot be reached, or a plain tcp:// one, stops the run here, before anyone is graded)."""
     if not scheduler:
         return max(1, workers)
-    from distributed import Client
-    with Client(scheduler, timeout="30s") as client:
+    from autograder import cluster
+    with cluster.client(scheduler, certs or cluster.CERTS) as client:
         return max(1, sum(client.nthreads().values()))
 
 
 def autograde_one(course: Path, student: str, chapter: str, limits: trusted.Limits | None = None,
-                  scheduler: str | None = None):
+                  scheduler: str | None = None, certs: Path | None = None):
     """``nbgrader autograde CHAPTER --student STUDENT``: its GradeInSandbox grades the submission
     and nbgrader records the score. A run that fails, or outlives three times the submission's
     time, is that student's failure, with the reason in the grade table; never the class's."""
     limits = limits or trusted.Limits()
     (results_dir(course) / student / f"{chapter}.json").unlink(missing_ok=True)     # no stale result
-    options = [f"--GradeInSandbox.limits={json.dumps(asdict(limits))}"]
+    options = [f"--GradeInSandbox.limits={json.dumps(asdict(limits))}",
+               # many runs share one gradebook: a run waits for another's write instead of failing on
+               # SQLite's lock after the driver's 5 s (tests/test_grading_runs.py holds the lock longer)
+               f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}?timeout={GRADEBOOK_WAIT_S}"]
     if scheduler:
-        options.append(f"--GradeInSandbox.scheduler={scheduler}")
+        options += [f"--GradeInSandbox.scheduler={scheduler}", f"--GradeInSandbox.certs={certs or ''}"]
     seconds = 3 * (limits.wall_s + trusted.START_S)
     try:
         run = nbgrader("autograde", chapter, "--student", student, "--force", *options, course=course,
@@ -128,8 +185,15 @@ def autograde_one(course: Path, student: str, chapter: str, limits: trusted.Limi
 
 
 def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits: trusted.Limits | None = None,
-              students: list | None = None, scheduler: str | None = None) -> list:
-    """Grade a folder of submissions into the course directory; the records, one per submission."""
+              students: list | None = None, scheduler: str | None = None, certs: Path | None = None) -> list:
+    """Grade a folder of submissions into the course directory; the records, one per submission.
+    ``scheduler``: a Dask cluster's tls:// address, reached with the course's certificates in
+    ``certs`` (default autograder/work/cluster, ``make cluster-certs``)."""
+    if scheduler:
+        from autograder import cluster
+        cluster.check_address(scheduler)              # before anything is copied or graded
+        certs = Path(certs or cluster.CERTS).resolve()
+        cluster.security(certs)
     items = [s for s in intake.collect(submissions) if not students or s.student in students]
     if not items:
         raise ValueError(f"no notebooks found under {submissions}: expected <student>/<chapter>.ipynb "
@@ -154,8 +218,8 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
                 reason = f"the submission cannot be copied ({err.strerror or err})"
         records.append(_refused(course, item, reason))
 
-    with ThreadPoolExecutor(max_workers=pool_size(workers, scheduler)) as pool:     # waits for all
-        runs = [pool.submit(autograde_one, course, item.student, item.chapter, limits, scheduler)
+    with ThreadPoolExecutor(max_workers=pool_size(workers, scheduler, certs)) as pool:     # waits for all
+        runs = [pool.submit(autograde_one, course, item.student, item.chapter, limits, scheduler, certs)
                 for item in accepted]
     for run in runs:            # a submission's failure is recorded; this raises an error of the machine
         run.result()
@@ -244,7 +308,9 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=2, help="submissions graded at once on this machine")
     p.add_argument("--scheduler", default=None,
                    help="grade on a Dask cluster instead, as many at once as its workers have threads, "
-                        "e.g. tcp://10.0.0.5:8786 (docs/teaching.md)")
+                        "over TLS only, e.g. tls://10.0.0.5:8786 (docs/teaching.md)")
+    p.add_argument("--certs", default=None, help="the course's cluster certificates (make cluster-certs; "
+                                                 "default autograder/work/cluster)")
     p.add_argument("--students", default="", help="comma-separated student folders to grade (default: all)")
     for name in ("autograde", "feedback", "grades"):
         p = sub.choices.get(name) or sub.add_parser(name, help={"feedback": "write the feedback pages",
@@ -262,8 +328,15 @@ def main(argv=None) -> int:
         if not Path(args.submissions).is_dir():
             parser.error(f"{args.submissions} is not a folder of submissions (<student>/<chapter>.ipynb)")
         students = [s for s in args.students.split(",") if s] or None
+        if args.scheduler:
+            from autograder import cluster
+            try:
+                cluster.check_address(args.scheduler)
+                cluster.security(Path(args.certs or cluster.CERTS))
+            except ValueError as err:
+                parser.error(str(err))
         print_table(autograde(Path(args.submissions), course, args.workers, students=students,
-                              scheduler=args.scheduler))
+                              scheduler=args.scheduler, certs=args.certs))
         print(f"scores are in the gradebook of {course}: `make grades`, `make feedback`, or nbgrader's "
               "own export and formgrader")
     elif args.command == "feedback":

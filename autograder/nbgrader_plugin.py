@@ -78,16 +78,21 @@ def load_result(course: Path, student: str, notebook: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def grade_submission(chapter: str, folder: Path, limits: trusted.Limits, scheduler: str = "") -> dict:
+def grade_submission(chapter: str, folder: Path, limits: trusted.Limits, scheduler: str = "",
+                     certs: str = "") -> dict:
     """The trusted result of a submitted folder, graded from its files (``worker.grade_files``):
-    here, or on a worker of the Dask cluster at ``scheduler``, which is handed the files' bytes and
-    the instructor's fresh-point key (a task whose worker dies is run again on another)."""
+    here, or on a worker of the Dask cluster at ``scheduler`` (tls:// only, with the course's
+    certificates in ``certs``: :mod:`autograder.cluster`), which is handed the files' bytes and the
+    submission's own point key, never the instructor's fresh-point key (a task whose worker dies is
+    run again on another). A worker whose grader is not the instructor's fails the submission."""
     files = submission_files(folder)
     if not scheduler:
         return grade_files(chapter, files, limits)
-    from distributed import Client
-    with Client(scheduler, timeout="30s") as client:
-        return client.submit(grade_files, chapter, files, limits, trusted.fresh_key(), pure=False).result()
+    from autograder import cluster
+    digest = trusted.submission_digest(folder / f"{chapter}.ipynb", chapter)
+    points = (digest, trusted.point_key(digest)) if digest else ("", b"")
+    with cluster.client(scheduler, Path(certs) if certs else cluster.CERTS) as client:
+        return client.submit(grade_files, chapter, files, limits, points, pure=False).result()
 
 
 class MarkDuplicates(NbGraderPreprocessor):
@@ -199,15 +204,18 @@ class GradeInSandbox(NbGraderPreprocessor):
     or the exchange's collect left it), not nbgrader's sanitised copy, and stores the result
     for the feedback page."""
 
-    scheduler = Unicode("", help="a Dask scheduler (tcp://HOST:PORT) whose workers grade; "
+    scheduler = Unicode("", help="a Dask scheduler (tls://HOST:PORT) whose workers grade; "
                                  "empty: grade on this machine").tag(config=True)
+    certs = Unicode("", help="the folder of the course's cluster certificates (make cluster-certs); "
+                             "empty: autograder/work/cluster").tag(config=True)
     limits = Dict(help="the trusted grader's limits (fields of trusted.Limits); empty: its defaults").tag(config=True)
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         coursedir = CourseDirectory(config=self.config)
         folder = Path(coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"]))
-        result = grade_submission(info["notebook"], folder, trusted.Limits(**self.limits), self.scheduler)
+        result = grade_submission(info["notebook"], folder, trusted.Limits(**self.limits), self.scheduler,
+                                  self.certs)
         save_result(Path(coursedir.root), info["student"], info["notebook"], result)
         cells = {c["grade_id"]: c for c in result.get("cells", [])}
         for cell in nb.cells:              # its marks are as KnownCells left them and nbgrader checked them

@@ -23,6 +23,7 @@ is started again for the rest.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -203,7 +204,7 @@ def grader_code() -> str:
     if _grader_code is None:
         h = hashlib.sha256()
         for path in sorted((ROOT / "autograder").rglob("*.py")):
-            if "samples" not in path.parts:
+            if path.relative_to(ROOT / "autograder").parts[0] not in ("samples", "work"):  # work: course dirs
                 h.update(path.read_bytes())
         _grader_code = h.hexdigest()
     return _grader_code
@@ -220,20 +221,9 @@ def digest_of(cells: list, artifacts: list, spec: Spec) -> str:
     return h.hexdigest()
 
 
-_given_key: bytes | None = None   # a grading machine's copy of the instructor's key (autograder/worker.py)
-
-
-def use_fresh_key(key: bytes):
-    """Judge with this copy of the instructor's key (a grading machine is handed it with its task)."""
-    global _given_key
-    _given_key = key
-
-
 def fresh_key() -> bytes:
-    """The grader's secret: the instructor's key file (made on first use), or the copy a grading
-    machine was handed with its task, which may not be able to read or write that file."""
-    if _given_key is not None:
-        return _given_key
+    """The grader's secret: the instructor's key file, made on first use. Only the instructor's
+    machine reads it: a grading machine of a cluster is handed :func:`point_key` instead."""
     if not FRESH_KEY.is_file():                    # made whole, then linked: the first grader to link wins
         FRESH_KEY.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(dir=FRESH_KEY.parent)           # mode 0600: the grader's only
@@ -247,15 +237,34 @@ def fresh_key() -> bytes:
     return FRESH_KEY.read_bytes()
 
 
-def fresh_point(inputs: dict, digest: str, check: str) -> dict:
+def point_key(digest: str) -> bytes:
+    """The secret one submission's fresh points are drawn from: the grader's key bound to the
+    submission's digest (HMAC). The instructor's machine sends this, never the key, with a task to a
+    cluster's worker: a worker that is broken into learns the points of the submissions it was given
+    (which it holds as numbers anyway), and nothing of any other submission's, past or future."""
+    return hmac.new(fresh_key(), digest.encode(), hashlib.sha256).digest()
+
+
+def submission_digest(path: Path, chapter: str) -> str | None:
+    """The digest :func:`grade` gives this submission (None when it cannot be read), worked out
+    without running any of it: what the instructor's machine binds a cluster task's points to."""
+    spec = spec_of(SOLUTIONS / f"{chapter}.ipynb")
+    try:
+        nb = read_submission(path)
+    except (ValueError, OSError):
+        return None
+    return digest_of(answer_sources(nb, spec.answers)[0], artifacts_of(path, chapter), spec)
+
+
+def fresh_point(inputs: dict, key: bytes, check: str) -> dict:
     """A step check's inputs where the submission never ran: every weight and
     projection multiplied by its own factor in [0.9, 1.1], every row of the inputs
     and start states by one factor for the whole batch. Zeros, signs, saturated
     gates and batch columns that read the same inputs stay as the check made them,
-    so each check still isolates its part. Drawn from the grader's secret key and
-    the submission's digest: the same submission gets the same point, and student
-    code (which cannot read the key) cannot know it."""
-    seed = hashlib.sha256(fresh_key() + f"{digest}/{check}".encode()).digest()
+    so each check still isolates its part. Drawn from the submission's
+    :func:`point_key`: the same submission gets the same point, and student code
+    (which cannot read the key) cannot know it."""
+    seed = hashlib.sha256(key + b"/" + check.encode()).digest()
     rng = np.random.default_rng(int.from_bytes(seed[:16], "big"))
 
     def move(values, per_row: bool = False):
@@ -499,9 +508,10 @@ def _replay(programs: dict, inputs: dict, limits: Limits, errors: dict, deadline
 
 # -- grading ------------------------------------------------------------------------------
 def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
-          confine: bool = True) -> Result:
+          confine: bool = True, points: tuple | None = None) -> Result:
     """Grade one submitted notebook file against the course's solution notebook;
-    never raises for a bad submission."""
+    never raises for a bad submission. ``points``: (digest, :func:`point_key`) as the instructor's
+    machine worked them out, on a machine that does not hold the key (a cluster's worker)."""
     chapter = chapter or Path(path).stem
     solution = SOLUTIONS / f"{chapter}.ipynb"
     if not solution.exists():
@@ -514,11 +524,11 @@ def grade(path: Path, chapter: str | None = None, limits: Limits | None = None,
         result = Result(notebook=chapter, failure=str(err), max_score=sum(p for _, p, _ in spec.tests))
         result.cells = [asdict(CellScore(gid, 0.0, pts, weights=w)) for gid, pts, w in spec.tests]
         return result
-    return grade_notebook(nb, chapter, spec, artifacts_of(path, chapter), limits, confine)
+    return grade_notebook(nb, chapter, spec, artifacts_of(path, chapter), limits, confine, points)
 
 
 def grade_notebook(nb, chapter: str, spec: Spec, artifacts: list = (), limits: Limits | None = None,
-                   confine: bool = True) -> Result:
+                   confine: bool = True, points: tuple | None = None) -> Result:
     """Grade a notebook already read (:func:`grade` calls this)."""
     from course import runtime
     runtime.dynet()                  # started here, before reference code imports DyNet
@@ -540,7 +550,13 @@ def grade_notebook(nb, chapter: str, spec: Spec, artifacts: list = (), limits: L
     missing = [gid for gid in spec.answers if gid not in dict(cells)]
     if missing:
         result.notes.append(f"answer cells missing from the submission: {', '.join(missing)}")
-    judged = {**inputs, **{name: fresh_point(inputs[name], result.digest, name) for name in names
+    if points is not None and points[0] != result.digest:      # points bound to another submission or grader
+        result.failure = ("this grading machine's grader differs from the instructor's (another commit of the "
+                          "course?): bring its checkout to the instructor's commit, then grade again")
+        result.cells = [asdict(CellScore(gid, 0.0, pts, weights=w)) for gid, pts, w in spec.tests]
+        return result
+    key = point_key(result.digest) if points is None else points[1]
+    judged = {**inputs, **{name: fresh_point(inputs[name], key, name) for name in names
                            if checks[name].probe in TRACED}}
     numbers, errors, notes, result.aborted = run_sandbox(cells, probes, inputs, limits, confine, artifacts,
                                                          replay_inputs=judged)

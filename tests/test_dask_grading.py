@@ -1,8 +1,11 @@
-"""Grading on a Dask cluster: a scheduler and two `dask worker` processes on loopback, the workers
+"""Grading on a Dask cluster: a scheduler and two `dask worker` processes on loopback, over TLS with
+the course's certificates (`make cluster-certs`'s command, into a temporary folder), the workers
 run as a Unix user that cannot read the course directory (they get each submission's bytes and
 return its result; no file system is shared), grade the sample class, attacks included, with the
 same digests, scores and statuses as the local pool; one worker is killed mid-class and every
-submission is still graded, once, in nbgrader's gradebook.
+submission is still graded, once, in nbgrader's gradebook. The issue's attack, a client with only
+`distributed` installed and no course certificate wrapping the workers' grader with `client.run`,
+is refused (tests/test_cluster_tls.py tries more).
 
 Needs root (it makes the workers' account) and a Python every user may run (Debian's python3),
 in which the workers' environment is built."""
@@ -24,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+import autograder.cluster
 from autograder import grade
 from hub.prepare import course_python
 from tests.conftest import ROOT
@@ -66,35 +70,49 @@ def cluster(tmp_path_factory):
     except KeyError:
         subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", ACCOUNT], check=True)
         made = True
+    certs = base / "certs"
+    made_certs = subprocess.run([sys.executable, "-m", "autograder.cluster", "certs", "--out", str(certs)],
+                                cwd=ROOT, capture_output=True, text=True)
+    assert made_certs.returncode == 0, made_certs.stderr
     port = free_port()
     python = str(env_dir / "bin" / "python")
-    scheduler = subprocess.Popen([python, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                                  "--port", str(port), "--no-dashboard"], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-    workers = []
-    for name in ("w1", "w2"):
-        scratch = base / name
-        scratch.mkdir()
-        os.chown(scratch, pwd.getpwnam(ACCOUNT).pw_uid, -1)
-        env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(scratch),
-               "MPLBACKEND": "Agg"}
+
+    def tls(folder: Path, role: str) -> list:
+        return ["--tls-ca-file", str(folder / "ca.pem"), "--tls-cert", str(folder / f"{role}.pem"),
+                "--tls-key", str(folder / f"{role}-key.pem")]
+    processes = []                  # killed at the end, also when the cluster fails to start
+    try:
+        processes.append(subprocess.Popen(
+            [python, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
+             "--protocol", "tls", *tls(certs, "scheduler"), "--no-dashboard"], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True))
         account = pwd.getpwnam(ACCOUNT)
-        workers.append(subprocess.Popen(
-            [python, "-m", "distributed.cli.dask_worker",
-             f"tcp://127.0.0.1:{port}", "--nthreads", "1", "--nworkers", "1", "--no-dashboard", "--name", name,
-             "--local-directory", str(scratch)], env=env, cwd=scratch, stdout=subprocess.DEVNULL,
-            stderr=open(scratch / "log", "w"), start_new_session=True,
-            user=account.pw_uid, group=account.pw_gid, extra_groups=[]))
-    from distributed import Client
-    with Client(f"tcp://127.0.0.1:{port}", timeout="60s") as client:
-        client.wait_for_workers(2, timeout=120)
-    yield {"address": f"tcp://127.0.0.1:{port}", "workers": workers, "base": base}
-    for process in [scheduler, *workers]:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait()
+        for name in ("w1", "w2"):
+            scratch = base / name
+            scratch.mkdir()
+            for file in ("ca.pem", "worker.pem", "worker-key.pem"):       # what a grading machine is given
+                shutil.copy(certs / file, scratch / file)
+                os.chown(scratch / file, account.pw_uid, -1)
+            os.chown(scratch, account.pw_uid, -1)
+            env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(scratch),
+                   "MPLBACKEND": "Agg"}
+            processes.append(subprocess.Popen(
+                [python, "-m", "distributed.cli.dask_worker", f"tls://127.0.0.1:{port}", *tls(scratch, "worker"),
+                 "--nthreads", "1", "--nworkers", "1", "--no-dashboard", "--name", name,
+                 "--local-directory", str(scratch)], env=env, cwd=scratch, stdout=subprocess.DEVNULL,
+                stderr=open(scratch / "log", "w"), start_new_session=True,
+                user=account.pw_uid, group=account.pw_gid, extra_groups=[]))
+        with autograder.cluster.client(f"tls://127.0.0.1:{port}", certs, timeout="60s") as client:
+            client.wait_for_workers(2, timeout=120)
+        yield {"address": f"tls://127.0.0.1:{port}", "workers": processes[1:], "base": base, "certs": certs,
+               "python": python}
+    finally:
+        for process in processes:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
     shutil.rmtree(base, ignore_errors=True)
     if made:
         subprocess.run(["userdel", ACCOUNT], check=False)
@@ -118,6 +136,31 @@ def test_the_workers_cannot_read_the_course(cluster, tmp_path):
     assert tried.returncode != 0 and "Permission denied" in tried.stderr
 
 
+ROGUE = """
+import sys
+from distributed import Client
+for address in sys.argv[1:]:
+    try:
+        client = Client(address, timeout="10s")
+    except Exception as err:
+        print("refused", address, type(err).__name__)
+        continue
+    client.run(lambda: __import__("autograder.trusted").trusted.__setattr__("grade", None))
+    print("connected", address, client.run_on_scheduler(lambda: open("/etc/hostname").read()))
+"""
+
+
+def test_a_client_without_the_courses_certificate_cannot_touch_the_workers(cluster):
+    """The issue's attack, from the network: the workers' Python (distributed, no course files), as
+    another user, on the scheduler's port over TLS and over plain TCP."""
+    account = pwd.getpwnam(ACCOUNT)
+    address = cluster["address"]
+    tried = subprocess.run([cluster["python"], "-c", ROGUE, address, address.replace("tls://", "tcp://")],
+                           capture_output=True, text=True, cwd="/", timeout=120,
+                           user=account.pw_uid, group=account.pw_gid, extra_groups=[])
+    assert tried.stdout.count("refused") == 2 and "connected" not in tried.stdout, tried.stdout + tried.stderr[-2000:]
+
+
 def test_a_cluster_grades_as_the_local_pool_does_and_survives_a_killed_worker(cluster, tmp_path):
     submissions = ROOT / "autograder" / "samples" / "submissions"
     local = {(r["student"], r["notebook"]): r for r in grade.autograde(
@@ -132,7 +175,7 @@ def test_a_cluster_grades_as_the_local_pool_does_and_survives_a_killed_worker(cl
     killer = threading.Thread(target=kill_one_worker, daemon=True)
     killer.start()
     remote = {(r["student"], r["notebook"]): r for r in grade.autograde(
-        submissions, course=course, students=STUDENTS, scheduler=cluster["address"])}
+        submissions, course=course, students=STUDENTS, scheduler=cluster["address"], certs=cluster["certs"])}
     killer.join()
     assert cluster["workers"][0].poll() is not None, "the worker was not killed"
     assert set(remote) == set(local) and {s for s, _ in local} == set(STUDENTS)

@@ -1,0 +1,22 @@
+"""What every nbgrader run of the grader imports, imported once by the fork server that
+``grade.nbgrader`` forks each run from (multiprocessing's forkserver preload), instead of once per
+run (about 2.7 s of CPU each: nbgrader, nbconvert, nbformat's jsonschema, DyNet and the checks).
+
+Importing this module is what it is for; nothing else imports it. It creates no application,
+gradebook or logger: traitlets' singletons (``NbGraderApp.instance()``) are made in each run's own
+process. DyNet reads its settings once, at ``import dynet``; it is started here as the grader starts
+it (``course.runtime``'s defaults, as ``trusted.grade_notebook`` asks), so every run inherits the
+same settings.
+"""
+from course import runtime
+
+runtime.dynet()
+
+import jsonschema  # noqa: E402,F401  (nbformat's validation; its URI grammar alone is ~0.9 s)
+import nbconvert  # noqa: E402,F401
+from nbgrader.apps import nbgraderapp  # noqa: E402,F401  (every nbgrader app and its preprocessors)
+
+import autograder.grade  # noqa: E402,F401  (the runs' entry point, grade._nbgrader_main)
+import autograder.late_policy  # noqa: E402,F401
+import autograder.nbgrader_plugin  # noqa: E402,F401
+import autograder.reference.grading  # noqa: E402,F401  (the checks, with DyNet)
