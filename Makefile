@@ -58,8 +58,9 @@ release: $(STAMP)
 SUBMISSIONS ?= autograder/samples/submissions
 WORKERS ?= 2
 SCHEDULER ?=
+COLLECTED ?=
 autograde: $(STAMP)
-	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(COLLECTED),--collected $(COLLECTED))
 
 feedback: $(STAMP)
 	$(PY) -m autograder.grade feedback
