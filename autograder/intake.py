@@ -275,7 +275,11 @@ def stamp(course: Path, student: str, chapter: str, target: Path, now: datetime.
     first seen (``now``: the moment of this run, or when the instructor says the folder was
     collected). Nothing the student wrote (a timestamp.txt, a file's date) counts."""
     record = Path(course) / RECEIVED
-    seen = json.loads(record.read_text()) if record.is_file() else {}
+    try:
+        seen = json.loads(record.read_text()) if record.is_file() else {}
+    except (OSError, ValueError) as err:        # the instructor's file: stop the run, never refuse a student
+        raise RuntimeError(f"{record} cannot be read ({err}): restore it from a backup; without it every "
+                           "submission's time becomes the time it is next seen") from None
     versions = seen.setdefault(f"{student}/{chapter}", {})
     when = versions.setdefault(version_of(target), now.astimezone(datetime.timezone.utc).strftime(TIME_FORMAT))
     write_json(record, seen)

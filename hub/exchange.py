@@ -98,14 +98,13 @@ class SafeCollect(ExchangeCollect):
                 self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
             except MissingEntry:
                 self.duedate = None
-        pattern = "{}+{}+*".format(glob.escape(self.coursedir.student_id) if self.coursedir.student_id else "*",
-                                   glob.escape(self.coursedir.assignment_id))
+        pattern = f"{self.coursedir.student_id or '*'}+{self.coursedir.assignment_id}+*"     # as nbgrader's
         chosen = {}
-        for path in sorted(glob.glob(os.path.join(glob.escape(self.inbound_path), pattern))):
+        for path in sorted(glob.glob(os.path.join(self.inbound_path, pattern))):
             try:
                 record = self._record(path)
             except (Refused, OSError) as err:
-                self.log.error("Left out %s: %s.", printable(os.path.basename(path)), printable(err))
+                self._refuse(path, err)
                 continue
             on_time = self.before_duedate and self.duedate is not None and record["timestamp"] <= self.duedate
             best = chosen.get(record["username"])
@@ -115,11 +114,8 @@ class SafeCollect(ExchangeCollect):
 
     def do_copy(self, src, dest, log=None):
         partial = dest + ".partial"
-        student = "?"
         try:
-            record = self._record(src)              # checked again: init_src's check may be old
-            student = record["username"]
-            uid = pwd.getpwnam(student).pw_uid
+            uid = pwd.getpwnam(self._record(src)["username"]).pw_uid    # checked again: init_src's check may be old
             shutil.rmtree(partial, ignore_errors=True)
             self._latest = 0.0                      # the latest ctime of what is copied (_open_dir, _copy_file)
             parent = os.open(os.path.dirname(src), os.O_RDONLY | os.O_DIRECTORY)
@@ -133,11 +129,15 @@ class SafeCollect(ExchangeCollect):
                 f.write(utc(self._latest).strftime(TIME_FORMAT) + "\n")
         except Exception as err:                  # Refused, OSError, anything: this submission only
             shutil.rmtree(partial, ignore_errors=True)
-            self.log.error("Refused the submission %s of %s: %s. Nothing of it was collected; "
-                           "ask the student to submit again with the Assignments tab (nbgrader submit).",
-                           printable(os.path.basename(src)), printable(student), printable(err))
+            self._refuse(src, err)
             return
         os.rename(partial, dest)
+
+    def _refuse(self, path, err):
+        """The log line of a folder not collected, names escaped (intake.printable)."""
+        self.log.error("Refused the submission %s: %s. Nothing of it was collected; ask the student to submit "
+                       "again with the Assignments tab (nbgrader submit).", printable(os.path.basename(path)),
+                       printable(err))
 
     def _open_dir(self, name, parent_fd, uid, where):
         fd = None

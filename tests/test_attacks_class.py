@@ -27,7 +27,9 @@ from tests.conftest import ROOT
 
 pytestmark = pytest.mark.xdist_group("attacks-class")
 NOTEBOOK = ROOT / "autograder" / "samples" / "submissions" / "correct" / "05_gru.ipynb"
-FORGED = "\r" + "aa_victim".ljust(24) + " 05_gru" + " " * 21 + "0 / 5    graded\x1b[2K\x1b[8m"
+# her row erased, a row for the victim written over it (its "/" a fraction slash: a file name holds no
+# "/"), and the rest of her row (status, reason) hidden
+FORGED = "\x1b[2K\r" + "aa_victim".ljust(24) + " 05_gru   0 \u2044 5  failed\x1b[8m"
 ODD = ["...ipynb", "..ipynb", ".ipynb", "05_gru\u2215..ipynb", "05_gru .ipynb", FORGED + ".ipynb",
        "05_gru\u202eq.ipynb", "\x1b]0;owned\x07.ipynb"]
 VICTIMS = ("aa_victim", "zz_victim")
@@ -110,9 +112,9 @@ def test_each_odd_name_is_refused_with_its_reason_and_her_own_work_graded(graded
     lines = first.splitlines()
     refused = [line for line in lines if line.startswith("mallory ") and "failed" in line]
     assert len(refused) == len(ODD) + 1, first                  # and the folder "..."
-    assert all("is not one of the course's assignments" in line for line in refused), refused
+    assert all("is not one of" in line for line in refused), refused        # the table cuts a reason at 90
     assert any(line.startswith("mallory ") and "5 / 5" in line and "graded" in line for line in lines), first
-    assert "\\r" + "aa_victim" in first and "\\x1b[2K\\x1b[8m" in first, "the forged name, shown escaped"
+    assert "\\x1b[2K\\raa_victim" in first and "failed\\x1b[8m" in first, "the forged name, shown escaped"
     for name in ("eve\\x1b[2K\\r", "05_gru.ipynb", "\\x1b[8m.ipynb"):
         assert any(line.startswith(name) and "failed" in line for line in lines), (name, first)
 

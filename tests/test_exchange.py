@@ -53,7 +53,8 @@ def test_a_submission_within_the_limits_is_collected(tmp_path, caplog):
     assert (tmp_path / "submitted" / "notes.txt").read_text() == "hi"
 
 
-DEADLINES = '[policy]\ngrace_minutes = 15\npercent_per_day = 10\ncap_percent = 50\n\n[due]\n"05_gru" = "2026-03-01T12:00:00Z"\n'
+DEADLINES = ('[policy]\ngrace_minutes = 15\npercent_per_day = 10\ncap_percent = 50\n\n'
+             '[due]\n"05_gru" = "2026-03-01T12:00:00Z"\n')
 FORGED_TIME = "2026-03-01 11:59:00.000000 UTC"          # a minute before the due date
 
 
