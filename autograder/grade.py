@@ -204,14 +204,14 @@ def load_records(course: Path = COURSE) -> list:
                 except MissingEntry:
                     result["failure"] = "not in the gradebook: nbgrader autograde did not record it"
             status, reason = status_of(result, manual)
+            when = f"{received:%Y-%m-%d %H:%M:%S} UTC" if received else ""
             if penalty:                 # the time it was judged by, and whose record that is
                 seen = "first seen by the grader" if intake.first_seen(course, student, notebook) \
                     else "the exchange's record"
                 reason = (f"late, {penalty:g} point{'s' if penalty != 1 else ''} taken: received "
-                          f"{received:%Y-%m-%d %H:%M} UTC ({seen})" + (f"; {reason}" if reason else ""))
+                          f"{when[:16]} UTC ({seen})" + (f"; {reason}" if reason else ""))
             records.append({"student": student, **result, "score": score, "late_penalty": penalty,
-                            "received": f"{received:%Y-%m-%d %H:%M:%S} UTC" if received else "",
-                            "status": status, "reason": reason})
+                            "received": when, "status": status, "reason": reason})
     return records
 
 
