@@ -60,9 +60,10 @@ WORKERS ?= 2
 ## SCHEDULER=tls://HOST:PORT grades on a Dask cluster (docs/teaching.md), over TLS with the course's
 ## certificates in CERTS; a plain tcp:// address is refused
 SCHEDULER ?=
+COLLECTED ?=
 CERTS ?= autograder/work/cluster
 autograde: $(STAMP)
-	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler $(SCHEDULER) --certs $(CERTS))
+	$(PY) -m autograder.grade autograde $(SUBMISSIONS) --workers $(WORKERS) $(if $(SCHEDULER),--scheduler $(SCHEDULER) --certs $(CERTS)) $(if $(COLLECTED),--collected $(COLLECTED))
 
 ## make cluster-certs: the course's certificate authority and the scheduler's, workers' and
 ## instructor's certificates for a Dask cluster, into CERTS (out of git; kept if already there)

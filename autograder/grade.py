@@ -2,7 +2,7 @@
 
     python -m autograder.grade release   [--out DIR]
     python -m autograder.grade autograde SUBMISSIONS [--workers N | --scheduler tls://HOST:PORT [--certs DIR]]
-                                         [--students A,B] [--course DIR]
+                                         [--students A,B] [--collected TIME] [--course DIR]
     python -m autograder.grade feedback  [--course DIR]
     python -m autograder.grade grades    [--csv FILE] [--course DIR]
 
@@ -13,7 +13,9 @@ nbgrader's own ``<student>/<chapter>/<chapter>.ipynb``. The course directory
 whose configuration is ``autograder/nbgrader_config.py``:
 
 1. intake (:mod:`autograder.intake`): each submission is copied into
-   ``submitted/<student>/<chapter>/`` as regular files, or refused with a reason;
+   ``submitted/<student>/<chapter>/`` as regular files, or refused with a reason; its time is
+   when intake first saw that version of it (``--collected`` for a folder collected earlier),
+   never a time the student wrote;
 2. ``nbgrader autograde <chapter> --student <student>`` for each accepted submission, several at
    once in a pool (``--workers`` here; with ``--scheduler tls://HOST:PORT``, as many as the Dask
    cluster's workers have threads, reached over TLS with the course's certificates:
@@ -26,12 +28,15 @@ whose configuration is ``autograder/nbgrader_config.py``:
    student's run cannot stop, stall or change another's;
 3. ``feedback`` runs ``nbgrader generate_feedback`` (pages in ``feedback/``,
    which ``nbgrader release_feedback`` hands out), ``grades`` prints the table
-   and writes a CSV with a status column.
+   and writes ``course-grades.csv`` with a status column (``grades.csv`` is ``nbgrader
+   export``'s). Both show the score after the late penalty, as ``nbgrader export`` computes it;
+   every name and note in them is escaped (:func:`intake.printable`).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import json
 import multiprocessing
 import os
@@ -140,9 +145,16 @@ def _failed(chapter: str, reason: str) -> dict:
 
 
 def _refused(course: Path, item, reason: str) -> dict:
+    """A refused submission's record. One with a student's name and one of the course's chapters
+    also gets its result saved (for ``grades`` and its feedback page) and its earlier copy removed
+    from submitted/ (nothing older is graded in its place); any other name touches nothing on disk."""
     result = _failed(item.chapter, reason)
-    if intake.STUDENT_ID.fullmatch(item.student) and item.chapter != "?":
-        shutil.rmtree(course / "submitted" / item.student / item.chapter, ignore_errors=True)
+    try:
+        folder = intake.inside(course / "submitted", item.student, item.chapter)
+    except ValueError:
+        folder = None
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
         save_result(course, item.student, item.chapter, result)
     return {"student": item.student, **result, "status": "failed", "reason": reason}
 
@@ -185,31 +197,40 @@ def autograde_one(course: Path, student: str, chapter: str, limits: trusted.Limi
 
 
 def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits: trusted.Limits | None = None,
-              students: list | None = None, scheduler: str | None = None, certs: Path | None = None) -> list:
+              students: list | None = None, scheduler: str | None = None, certs: Path | None = None,
+              collected: datetime.datetime | None = None) -> list:
     """Grade a folder of submissions into the course directory; the records, one per submission.
     ``scheduler``: a Dask cluster's tls:// address, reached with the course's certificates in
-    ``certs`` (default autograder/work/cluster, ``make cluster-certs``)."""
+    ``certs`` (default autograder/work/cluster, ``make cluster-certs``). A submission's time is when
+    intake first saw that version of it: now, or ``collected`` (when the instructor collected the
+    folder, if earlier; intake.stamp)."""
     if scheduler:
         from autograder import cluster
         cluster.check_address(scheduler)              # before anything is copied or graded
         certs = Path(certs or cluster.CERTS).resolve()
         cluster.security(certs)
-    items = [s for s in intake.collect(submissions) if not students or s.student in students]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if collected is not None and collected > now:
+        raise ValueError(f"--collected {collected:%Y-%m-%d %H:%M} UTC is in the future: give the time you "
+                         "collected the folder, or leave it out (now)")
+    if Path(submissions).resolve().is_relative_to((course / "submitted").resolve()):
+        raise ValueError(f"{submissions} is the course's own submitted/ folder, which intake replaces: grade it "
+                         "with `nbgrader autograde CHAPTER --student S`, or give a copy as SUBMISSIONS")
+    known = {p.stem for p in (ROOT / "solutions").glob("*.ipynb")}
+    items = [s for s in intake.collect(submissions, known) if not students or s.student in students]
     if not items:
         raise ValueError(f"no notebooks found under {submissions}: expected <student>/<chapter>.ipynb "
                          "or <student>/<chapter>/<chapter>.ipynb")
-    known = {p.stem for p in (ROOT / "solutions").glob("*.ipynb")}
     prepare_course(course, sorted({s.chapter for s in items if s.chapter in known}))
     records, accepted = [], []
     for item in items:
-        reason = item.refused or (None if item.chapter in known else
-                                  f"unknown assignment {item.chapter!r}: the notebook's name must be one of "
-                                  f"the course's ({', '.join(sorted(known))})")
+        reason = item.refused           # intake checked the names: a student's, one of the course's chapters
         if reason is None:
-            target = course / "submitted" / item.student / item.chapter
+            target = intake.inside(course / "submitted", item.student, item.chapter)
             try:
                 intake.place(item, target)
                 trusted.read_submission(target / f"{item.chapter}.ipynb")
+                intake.stamp(course, item.student, item.chapter, target, collected or now)
                 accepted.append(item)
                 continue
             except (intake.Refused, ValueError) as err:
@@ -228,8 +249,9 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
 
 
 def load_records(course: Path = COURSE) -> list:
-    """Every graded submission: the gradebook's score (what nbgrader shows), the
-    trusted grader's checks and notes, a status and its reason."""
+    """Every graded submission: the gradebook's score after the late penalty (what ``nbgrader
+    export``, formgrader and the feedback page show), the penalty and the time it was received,
+    the trusted grader's checks and notes, a status and its reason."""
     from nbgrader.api import Gradebook, MissingEntry
     records = []
     gradebook = course / "gradebook.db"
@@ -237,15 +259,23 @@ def load_records(course: Path = COURSE) -> list:
         for path in sorted((course / "trusted").glob("*/*.json")):
             student, notebook = path.parent.name, path.stem
             result = load_result(course, student, notebook)
-            score, manual = 0.0, False          # the score is the gradebook's; a failure has none
+            score, penalty, received, manual = 0.0, 0.0, None, False   # the gradebook's; a failure has none
             if not result.get("failure"):
                 try:
                     nb = gb.find_submission_notebook(notebook, notebook, student)
-                    score, manual = nb.score, nb.needs_manual_grade
+                    penalty, received = nb.late_submission_penalty or 0.0, nb.assignment.timestamp
+                    score, manual = max(0.0, nb.score - penalty), nb.needs_manual_grade   # as nbgrader export
                 except MissingEntry:
                     result["failure"] = "not in the gradebook: nbgrader autograde did not record it"
             status, reason = status_of(result, manual)
-            records.append({"student": student, **result, "score": score, "status": status, "reason": reason})
+            when = f"{received:%Y-%m-%d %H:%M:%S} UTC" if received else ""
+            if penalty:                 # the time it was judged by, and whose record that is
+                seen = "first seen by the grader" if intake.first_seen(course, student, notebook) \
+                    else "the exchange's record"
+                reason = (f"late, {penalty:g} point{'s' if penalty != 1 else ''} taken: received "
+                          f"{when[:16]} UTC ({seen})" + (f"; {reason}" if reason else ""))
+            records.append({"student": student, **result, "score": score, "late_penalty": penalty,
+                            "received": when, "status": status, "reason": reason})
     return records
 
 
@@ -256,12 +286,15 @@ def spreadsheet_safe(value):
 
 
 def write_csv(records: list, path: Path):
-    with open(path, "w", newline="") as f:
+    """The grade table as CSV: the score after the late penalty; every cell escaped
+    (intake.printable: no control character) and shown by a spreadsheet as text."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "assignment", "score", "max_score", "status", "reason"])
+        writer.writerow(["student", "assignment", "score", "max_score", "late_penalty", "received", "status", "reason"])
         for r in records:
-            writer.writerow([spreadsheet_safe(v) for v in (r["student"], r["notebook"], r["score"],
-                                                           r["max_score"], r["status"], r.get("reason", ""))])
+            row = (r["student"], r["notebook"], r["score"], r["max_score"], r.get("late_penalty", 0.0),
+                   r.get("received", ""), r["status"], r.get("reason", ""))
+            writer.writerow([spreadsheet_safe(intake.printable(v) if isinstance(v, str) else v) for v in row])
 
 
 def write_feedback(course: Path = COURSE, workers: int = 2) -> Path:
@@ -292,10 +325,13 @@ def write_feedback(course: Path = COURSE, workers: int = 2) -> Path:
 
 
 def print_table(records: list):
+    """The grade table on the terminal: the score after the late penalty; names and reasons
+    escaped (intake.printable), so none can move the cursor, hide text or forge a row."""
+    shown = intake.printable
     print(f"{'student':<24} {'assignment':<26} {'score':>11}  status")
     for r in sorted(records, key=lambda r: (r["student"], r["notebook"])):
-        print(f"{r['student']:<24} {r['notebook']:<26} {r['score']:>5g} / {r['max_score']:<3g}  "
-              f"{r['status']}{': ' + r['reason'][:90] if r.get('reason') else ''}")
+        print(f"{shown(r['student']):<24} {shown(r['notebook']):<26} {r['score']:>5g} / {r['max_score']:<3g}  "
+              f"{r['status']}{': ' + shown(r['reason'])[:90] if r.get('reason') else ''}")
 
 
 def main(argv=None) -> int:
@@ -312,11 +348,15 @@ def main(argv=None) -> int:
     p.add_argument("--certs", default=None, help="the course's cluster certificates (make cluster-certs; "
                                                  "default autograder/work/cluster)")
     p.add_argument("--students", default="", help="comma-separated student folders to grade (default: all)")
+    p.add_argument("--collected", default=None,
+                   help="when you collected SUBMISSIONS, e.g. 2027-03-02T00:05:00Z (default: now): the time of "
+                        "each submission intake has not seen before (README: time of submission)")
     for name in ("autograde", "feedback", "grades"):
         p = sub.choices.get(name) or sub.add_parser(name, help={"feedback": "write the feedback pages",
                                                               "grades": "print the grade table, write the CSV"}[name])
         p.add_argument("--course", default=str(COURSE), help="the nbgrader course directory")
-    sub.choices["grades"].add_argument("--csv", default=None, help="default: COURSE/grades.csv")
+    sub.choices["grades"].add_argument("--csv", default=None, help="default: COURSE/course-grades.csv "
+                                                                   "(grades.csv is nbgrader export's)")
     args = parser.parse_args(argv)
 
     if args.command == "release":
@@ -328,15 +368,13 @@ def main(argv=None) -> int:
         if not Path(args.submissions).is_dir():
             parser.error(f"{args.submissions} is not a folder of submissions (<student>/<chapter>.ipynb)")
         students = [s for s in args.students.split(",") if s] or None
-        if args.scheduler:
-            from autograder import cluster
-            try:
-                cluster.check_address(args.scheduler)
-                cluster.security(Path(args.certs or cluster.CERTS))
-            except ValueError as err:
-                parser.error(str(err))
-        print_table(autograde(Path(args.submissions), course, args.workers, students=students,
-                              scheduler=args.scheduler, certs=args.certs))
+        try:            # a refused scheduler, missing certificates, a future --collected: exit 2, saying why
+            collected = late_policy.utc(args.collected, "--collected") if args.collected else None
+            records = autograde(Path(args.submissions), course, args.workers, students=students,
+                                scheduler=args.scheduler, certs=args.certs, collected=collected)
+        except ValueError as err:
+            parser.error(str(err))
+        print_table(records)
         print(f"scores are in the gradebook of {course}: `make grades`, `make feedback`, or nbgrader's "
               "own export and formgrader")
     elif args.command == "feedback":
@@ -344,7 +382,7 @@ def main(argv=None) -> int:
     elif args.command == "grades":
         records = load_records(course)
         print_table(records)
-        out = Path(args.csv or course / "grades.csv")
+        out = Path(args.csv or course / "course-grades.csv")
         write_csv(records, out)
         print(f"wrote {out}")
     return 0

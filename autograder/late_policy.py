@@ -2,7 +2,10 @@
 
 * The due dates go into nbgrader's gradebook (:func:`set_due_dates`, called whenever the grader
   prepares a course directory, and by the hub's set-up), so nbgrader computes how late each
-  submission was from the time stamp its exchange recorded (``timestamp.txt``), minus any extension.
+  submission was from its ``timestamp.txt``, minus any extension. That file is always the
+  grader's side's record, never the student's: written by intake (when it first saw that version
+  of the submission, ``intake.stamp``) or by the hub's collect (the exchange's time,
+  ``hub.exchange.SafeCollect``).
 * :class:`CoursePenalty` is nbgrader's late-submission plugin
   (``AssignLatePenalties.plugin_class``): the policy's share of the notebook's score per started
   day late, after a grace period, up to a cap. The gradebook, ``nbgrader export`` and the feedback
@@ -126,7 +129,8 @@ def main(argv=None) -> int:
     except ValueError as err:
         print(f"extend: {err}", file=sys.stderr)
         return 2
-    print(f"{args.student} may hand in {args.chapter} until {args.until} ({extension} after the due date)")
+    print(f"{args.student} may hand in {args.chapter} until {args.until} ({extension} after the due date); "
+          "a submission graded before this counts it when it is graded again")
     return 0
 
 

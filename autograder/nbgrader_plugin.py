@@ -54,7 +54,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from traitlets import Dict, Unicode
 
-from autograder import feedback, trusted
+from autograder import feedback, intake, trusted
 from autograder.cellmarks import marks
 from course.files import write_json
 from autograder.worker import grade_files, submission_files
@@ -67,8 +67,9 @@ def results_dir(course: Path) -> Path:
 
 
 def save_result(course: Path, student: str, notebook: str, result: dict):
-    """Write atomically: a reader sees the old result or the new one, never half of one."""
-    path = results_dir(course) / student / f"{notebook}.json"
+    """Write atomically: a reader sees the old result or the new one, never half of one. The
+    names are checked whole (intake.inside): a result is never written outside trusted/<student>/."""
+    path = intake.inside(results_dir(course), student, f"{notebook}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, result)
 

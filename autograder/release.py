@@ -60,6 +60,12 @@ it, work in the fetched copy, and press *Submit*; feedback appears there after g
 hub: hand in the notebook file (`exercises/NN_topic.ipynb`) and, where the exercise saves one, the
 folder `NN_topic_model/` beside it, as your instructor says.
 
+A submission counts as handed in at the time the grader received it, as the course's side records
+it: on the hub, when the exchange received it (the last change to what you submitted there);
+otherwise, when your instructor collected it. A `timestamp.txt` or a file's date that you write
+counts for nothing. Submitting again (changed work) makes a new submission with a new time;
+unchanged work keeps the time it was first received.
+
 ## The command line
 
 `python -m course train --help` trains the course's models outside Jupyter, e.g.
