@@ -10,8 +10,13 @@ from __future__ import annotations
 import html
 import os
 import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import nh3
+
+from autograder import nbgrader_runs
 
 #: where the course's book is served (e.g. "https://hub.example.edu/services/book/"); unset, the
 #: feedback names the lecture and section without a link, so no link is ever dead
@@ -283,21 +288,6 @@ PAGE_SECONDS = 60
 PAGE_MEMORY = 3 * 2**30      # bytes of address space (nbgrader and its imports take about 1 GB of it)
 
 
-def _make_page(course: str, student: str, notebook: str, log: str, seconds: int, memory: int):
-    """In a child process: ``nbgrader generate_feedback NOTEBOOK --student STUDENT``, within the limits
-    of CPU time and memory, its messages into ``log``."""
-    import resource
-    import sys
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
-    with open(log, "w") as out:
-        os.dup2(out.fileno(), 2)
-    os.chdir(course)
-    from nbgrader.apps.nbgraderapp import NbGraderApp
-    sys.argv = ["nbgrader", "generate_feedback", notebook, "--student", student, "--force"]
-    NbGraderApp.launch_instance(sys.argv[1:])
-
-
 def make_pages(course, submissions: list, workers: int = 2, seconds: int = PAGE_SECONDS,
                memory: int = PAGE_MEMORY) -> dict:
     """nbgrader's feedback page of each (student, notebook), each made in a process of its own, forked
@@ -305,34 +295,23 @@ def make_pages(course, submissions: list, workers: int = 2, seconds: int = PAGE_
     page that fails or runs away (``seconds`` of CPU, twice that of wall-clock time, ``memory`` bytes of
     address space) costs that page alone. Returns {(student, notebook): (reason, what nbgrader said last)} for the
     pages that were not made: the reason is for the student's page, nbgrader's words for the instructor."""
-    import multiprocessing
-    import tempfile
-    from concurrent.futures import ThreadPoolExecutor
-    from pathlib import Path
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["autograder.nbgrader_plugin", "nbgrader.apps.nbgraderapp"])
     course = Path(course)
 
     def one(item):
         student, notebook = item
         page = course / "feedback" / student / notebook / f"{notebook}.html"
-        with tempfile.TemporaryDirectory() as tmp:
-            log = Path(tmp) / "log"
-            child = context.Process(target=_make_page, args=(str(course), student, notebook, str(log), seconds,
-                                                             memory), daemon=True)
-            child.start()
-            child.join(2 * seconds)
-            if child.is_alive():
-                child.kill()
-                child.join()
-                return f"making it took longer than {2 * seconds} s", ""
-            if child.exitcode == 0 and page.is_file():
-                return None
-            lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
-            said = [line.strip() for line in lines if re.match(r"\s*[\w.]+(Error|Exception|Invalid\w*): ", line)] \
-                or [line for line in lines if "ERROR" in line]
-            cause = f"stopped by signal {-child.exitcode}" if child.exitcode < 0 else f"exit code {child.exitcode}"
-            return f"nbgrader generate_feedback stopped on it ({cause})", said[-1][-300:] if said else ""
+        try:
+            done = nbgrader_runs.run("generate_feedback", notebook, "--student", student, "--force", course=course,
+                                     check=False, timeout=2 * seconds, cpu_s=seconds, memory=memory)
+        except subprocess.TimeoutExpired:
+            return f"making it took longer than {2 * seconds} s", ""
+        if done.returncode == 0 and page.is_file():
+            return None
+        lines = done.stdout.splitlines()
+        said = [line.strip() for line in lines if re.match(r"\s*[\w.]+(Error|Exception|Invalid\w*): ", line)] \
+            or [line for line in lines if "ERROR" in line]
+        cause = f"stopped by signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}"
+        return f"nbgrader generate_feedback stopped on it ({cause})", said[-1][-300:] if said else ""
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         outcomes = dict(zip(submissions, pool.map(one, submissions)))

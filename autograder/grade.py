@@ -38,18 +38,15 @@ import argparse
 import csv
 import datetime
 import json
-import multiprocessing
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder import feedback, intake, late_policy, trusted
+from autograder import feedback, intake, late_policy, nbgrader_runs, trusted
 from autograder.nbgrader_plugin import load_result, results_dir, save_result, status_of
 from course.paths import ROOT
 
@@ -58,62 +55,8 @@ COURSE = WORK / "course"
 GRADEBOOK_WAIT_S = 120          # how long a run waits for another's write to the gradebook
 
 
-#: imported once, in the fork server every nbgrader run is forked from (autograder/nbgrader_preload.py)
-PRELOAD = ["autograder.nbgrader_preload"]
-_forks = None
-
-
-def _forkserver():
-    """multiprocessing's fork server context, its server loading nbgrader, nbconvert, jsonschema,
-    the course's plugin and DyNet once (started on first use), so that a run forked from it starts
-    in milliseconds instead of seconds of imports."""
-    global _forks
-    if _forks is None:
-        _forks = multiprocessing.get_context("forkserver")
-        _forks.set_forkserver_preload(PRELOAD)
-    return _forks
-
-
-def _nbgrader_main(course: str, argv: list, env: dict, log: str):
-    """An nbgrader command in a process of its own (forked from the fork server): a new session,
-    so that a stuck run is killed with what it started; the caller's environment; its output to
-    ``log``; nbgrader's application and its singletons made here, fresh for this run."""
-    os.setsid()
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(course)
-    fd = os.open(log, os.O_WRONLY | os.O_TRUNC)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    sys.argv = ["nbgrader", *argv]
-    from nbgrader.apps.nbgraderapp import NbGraderApp
-    NbGraderApp.launch_instance(argv)            # its sys.exit(code) is this process's exit code
-
-
-def nbgrader(*args, course: Path, check: bool = True, timeout: float | None = None) -> subprocess.CompletedProcess:
-    """Run an nbgrader command in the course directory, with this environment's tools: a process of
-    its own (one run cannot stop another; one that outlives ``timeout`` is killed, with everything it
-    started in its session, and raises TimeoutExpired), forked from a server that has imported
-    nbgrader and the grader once. As with any multiprocessing, a script that calls this (or
-    ``autograde``) keeps its work under ``if __name__ == "__main__":``: each run imports the script."""
-    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
-    with tempfile.NamedTemporaryFile(prefix="nbgrader-", suffix=".log") as log:
-        process = _forkserver().Process(target=_nbgrader_main, args=(str(course), list(args), env, log.name))
-        process.start()
-        process.join(timeout)
-        if process.exitcode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                process.kill()
-            process.join()
-            raise subprocess.TimeoutExpired(["nbgrader", *args], timeout, Path(log.name).read_text(errors="replace"))
-        output = Path(log.name).read_text(errors="replace")
-    run = subprocess.CompletedProcess(["nbgrader", *args], process.exitcode, output, "")
-    if check and run.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed in {course}:\n{output[-3000:]}")
-    return run
+#: ``nbgrader ARGS`` in the course directory, a process of its own forked from a preloaded server
+nbgrader = nbgrader_runs.run
 
 
 def prepare_course(course: Path, chapters: list):
@@ -302,7 +245,7 @@ def write_feedback(course: Path = COURSE, workers: int = 2) -> Path:
     nbgrader_plugin.CourseFeedback), each made in a process of its own with limits of time and
     memory (feedback.make_pages); a page for each one nbgrader could not take, and for each
     whose page could not be made, with the reason (the rest of the class gets theirs)."""
-    printable = lambda text: "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(text))  # no control
+    printable = intake.printable         # names and nbgrader's words: no control character
     made = sorted((p.parent.parent.name, p.parent.name) for p in (course / "autograded").glob("*/*/*.ipynb"))
     unmade = feedback.make_pages(course, made, workers)
     for (student, notebook), (reason, said) in unmade.items():

@@ -1,5 +1,5 @@
 """What every nbgrader run of the grader imports, imported once by the fork server that
-``grade.nbgrader`` forks each run from (multiprocessing's forkserver preload), instead of once per
+``nbgrader_runs.run`` forks each run from (multiprocessing's forkserver preload), instead of once per
 run (about 2.7 s of CPU each: nbgrader, nbconvert, nbformat's jsonschema, DyNet and the checks).
 
 Importing this module is what it is for; nothing else imports it. It creates no application,
@@ -16,7 +16,8 @@ import jsonschema  # noqa: E402,F401  (nbformat's validation; its URI grammar al
 import nbconvert  # noqa: E402,F401
 from nbgrader.apps import nbgraderapp  # noqa: E402,F401  (every nbgrader app and its preprocessors)
 
-import autograder.grade  # noqa: E402,F401  (the runs' entry point, grade._nbgrader_main)
+import autograder.feedback  # noqa: E402,F401  (the feedback pages' exporter and filters)
+import autograder.nbgrader_runs  # noqa: E402,F401  (the runs' entry point, nbgrader_runs._main)
 import autograder.late_policy  # noqa: E402,F401
 import autograder.nbgrader_plugin  # noqa: E402,F401
 import autograder.reference.grading  # noqa: E402,F401  (the checks, with DyNet)

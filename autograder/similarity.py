@@ -38,6 +38,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import trusted
+from autograder.intake import printable as shown      # a name for the terminal: no control character
 from course.paths import ROOT
 
 DEFAULT_SUBMISSIONS = ROOT / "autograder" / "work" / "course" / "submitted"
@@ -201,12 +202,6 @@ def flatten(code: str, depth: int = 0) -> tuple[str, list[str]]:
         code = code + "\n\n" + "\n\n".join(source for source, _ in inner) + "\n"
         notes += [n for _, found in inner for n in found if n not in notes]
     return code, notes
-
-
-# ------------------------------------------------------------------ names as the instructor reads them
-def shown(name: str) -> str:
-    """A student's name for the terminal: control and other unprintable characters as escapes."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
 
 
 def answers(notebook, ids: list[str]) -> str:
