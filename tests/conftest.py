@@ -25,6 +25,12 @@ def pytest_configure(config):
         config.pluginmanager.register(ordering.Durations(), "test-durations")
 
 
+@pytest.hookimpl(optionalhook=True)                    # pytest-xdist's, in the controller
+def pytest_configure_node(node):
+    from tests import ordering
+    ordering.configure_node(node)
+
+
 @pytest.hookimpl(trylast=True)                         # after pytest's own grouping by fixture
 def pytest_collection_modifyitems(config, items):
     from tests import ordering
@@ -43,13 +49,14 @@ def once_per_run(tmp_path_factory, name: str, build) -> Path:
     first, while the others wait for it (a lock file beside it). A build that raised is
     tried again by the next to ask, from an empty folder."""
     folder = run_folder(tmp_path_factory) / name
+    built = folder.parent / f"{name}.built"             # beside it: the folder holds only what build made
     with open(folder.parent / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / ".built").exists():
+        if not built.exists():
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()
             build(folder)
-            (folder / ".built").touch()
+            built.touch()
     return folder
 
 

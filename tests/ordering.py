@@ -20,20 +20,25 @@ DEFAULT_S = 1.0
 # Seconds per test on a 2-core machine, for a fresh clone (no cached durations): the slow ones
 # only, by node id prefix (the longest matching prefix counts). Only the order depends on them.
 HINTS = {
-    "tests/test_autograder.py::test_each_submission_gets_exactly_what_it_earned": 20,   # the class graded once
-    "tests/test_dask_grading.py::test_a_cluster": 600,
-    "tests/test_dask_grading.py::test_the_workers": 90,         # the cluster's environment
-    "tests/test_student_release.py::": 40,
-    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.1-10": 150,
-    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-10": 150,
-    "tests/test_student_release.py::test_solved_exercise_runs_in_the_release[dynet2.1-10": 150,
-    "tests/test_student_release.py::test_solved_exercise_runs_in_the_release[dynet2.2-10": 150,
+    "tests/test_autograder.py::test_each_submission_gets_exactly_what_it_earned": 10,   # the class, graded once
+    "tests/test_dask_grading.py::test_a_cluster": 400,           # the class graded on the cluster
+    "tests/test_dask_grading.py::test_the_workers": 90,          # the cluster's environment
+    "tests/test_book.py::test_every_lecture_ran": 450,           # the book's build executes the lectures
     "tests/test_dynet_versions.py::": 400,
-    "tests/test_book.py::test_every_lecture_ran": 500,          # the book's build, lectures executed
-    "tests/test_hub.py::test_a_class_on_the_hub": 200,
+    "tests/test_hub.py::test_a_class_on_the_hub": 250,
     "tests/test_hub.py::test_a_student_runs": 60,
-    "tests/test_slips.py::test_the_grader": 10,
-    "tests/test_notebooks.py::test_notebook_runs_top_to_bottom": 30,
+    "tests/test_student_release.py::": 30,                      # a notebook in a fresh kernel
+    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.1-09": 60,
+    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-09": 60,
+    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.1-10": 100,
+    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-10": 100,
+    "tests/test_student_release.py::test_solved_exercise_runs_in_the_release[dynet2.1-10": 100,
+    "tests/test_student_release.py::test_solved_exercise_runs_in_the_release[dynet2.2-10": 100,
+    "tests/test_notebooks.py::test_notebook_runs_top_to_bottom": 20,
+    "tests/test_notebooks.py::test_notebook_runs_top_to_bottom[solutions/10": 80,
+    "tests/test_slips.py::test_the_grader": 8,
+    "tests/test_generation.py::": 40,
+    "tests/test_gpu_speed.py::test_the_dynet_cpu_row": 100,
     "tests/test_deadlines.py::": 15,
 }
 
@@ -82,10 +87,16 @@ def configure(config):
         config.option.loadscopereorder = False
 
 
+def configure_node(node):
+    """The controller reads the durations once and hands them to every worker, so that all of
+    them sort alike (xdist stops when the workers' orders differ)."""
+    cache = getattr(node.config, "cache", None)
+    node.workerinput[CACHE_KEY] = cache.get(CACHE_KEY, {}) if cache is not None else {}
+
+
 def modifyitems(config, items):
-    cache = getattr(config, "cache", None)
-    if hasattr(config, "workerinput") and cache is not None:      # an xdist worker; both sort alike
-        items[:] = longest_first(items, cache.get(CACHE_KEY, {}))
+    if CACHE_KEY in getattr(config, "workerinput", {}):            # an xdist worker
+        items[:] = longest_first(items, config.workerinput[CACHE_KEY])
 
 
 class Durations:

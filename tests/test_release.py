@@ -7,12 +7,12 @@ import pytest
 from autograder.reference.grading import graded_functions
 from autograder.release import build
 from autograder.trusted import spec_of
-from tests.conftest import ROOT
+from tests.conftest import ROOT, once_per_run
 
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("release") / "course-release")
+    return once_per_run(tmp_path_factory, "release", lambda folder: build(folder / "course-release")) / "course-release"
 
 
 def text_files(root):
