@@ -4,8 +4,9 @@ import random
 
 import pytest
 
-from tests.conftest import once_per_run
 from tests.test_cli import CELL_FILE, SMALL, course, env, refused, write_text_corpus  # noqa: F401
+
+pytestmark = pytest.mark.xdist_group("generation")   # one worker trains its five runs once (module fixture)
 
 COURSE = ["--corpus", "course", "--max-sentences", "300"]
 
@@ -13,20 +14,20 @@ COURSE = ["--corpus", "course", "--max-sentences", "300"]
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Small finished runs: each builder and a step function from a file on the course
-    corpus, and a character model of a text file (trained once per run, for both workers)."""
-    kinds = {"srnn": ["--cell", "srnn", *COURSE], "lstm": ["--cell", "lstm", *COURSE],
-             "gru": ["--cell", "gru", *COURSE], "file": ["--cell", "{root}/cells.py:pair_step", *COURSE],
-             "char": ["--corpus", "{root}/mine.txt", "--unit", "char"]}
-
-    def train(root):
-        environment = {**__import__("os").environ, "COURSE_CACHE": str(root / "cache"), "PYTHONUNBUFFERED": "1"}
-        (root / "cells.py").write_text(CELL_FILE)
-        write_text_corpus(root / "mine.txt")
-        for name, args in kinds.items():
-            run = course(environment, "train", *[a.format(root=root) for a in args], *SMALL, "--out", root / name)
-            assert run.returncode == 0, run.stderr
-    root = once_per_run(tmp_path_factory, "generation-runs", train)
-    return {name: root / name for name in kinds}
+    corpus, and a character model of a text file."""
+    root = tmp_path_factory.mktemp("runs")
+    environment = {**__import__("os").environ, "COURSE_CACHE": str(root / "cache"), "PYTHONUNBUFFERED": "1"}
+    (root / "cells.py").write_text(CELL_FILE)
+    write_text_corpus(root / "mine.txt")
+    made = {}
+    for name, args in {"srnn": ["--cell", "srnn", *COURSE], "lstm": ["--cell", "lstm", *COURSE],
+                       "gru": ["--cell", "gru", *COURSE],
+                       "file": ["--cell", root / "cells.py:pair_step", *COURSE],
+                       "char": ["--corpus", root / "mine.txt", "--unit", "char"]}.items():
+        run = course(environment, "train", *args, *SMALL, "--out", root / name)
+        assert run.returncode == 0, run.stderr
+        made[name] = root / name
+    return made
 
 
 @pytest.mark.parametrize("kind", ["srnn", "lstm", "gru", "file", "char"])

@@ -8,9 +8,11 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, once_per_run
+from tests.conftest import ROOT
 
 import gpu_speed  # bench/gpu_speed.py (pytest's pythonpath holds bench/)
+
+pytestmark = pytest.mark.xdist_group("gpu-speed")   # one worker runs the benchmark once (module fixture)
 
 try:
     import torch  # noqa: F401
@@ -24,13 +26,12 @@ HAVE_GPU = shutil.which("nvidia-smi") is not None
 def run(tmp_path_factory):
     """One round of the small configuration, one timed segment per row (the builder row
     takes the same path as the course's LSTM on the GPU, and is left out)."""
-    def measure(out):                       # once per run, for both workers
-        done = subprocess.run([sys.executable, "bench/gpu_speed.py", "--configs", "small", "--rounds", "1",
-                               "--rows", "dynet-cpu,dynet-gpu,torch-gpu,torch-cpu",
-                               "--segments-cpu", "1", "--segments-gpu", "1", "--generated", "--out", str(out)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    out = once_per_run(tmp_path_factory, "gpu-speed", measure)
+    out = tmp_path_factory.mktemp("gpu_speed")
+    done = subprocess.run([sys.executable, "bench/gpu_speed.py", "--configs", "small", "--rounds", "1",
+                           "--rows", "dynet-cpu,dynet-gpu,torch-gpu,torch-cpu",
+                           "--segments-cpu", "1", "--segments-gpu", "1", "--generated", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return out, json.loads((out / "gpu_speed.json").read_text()), (out / "gpu_speed.md").read_text()
 
 

@@ -7,12 +7,14 @@ import pytest
 from autograder.reference.grading import graded_functions
 from autograder.release import build
 from autograder.trusted import spec_of
-from tests.conftest import ROOT, once_per_run
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.xdist_group("release")   # one worker builds the release once (module fixture)
 
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    return once_per_run(tmp_path_factory, "release", lambda folder: build(folder / "course-release")) / "course-release"
+    return build(tmp_path_factory.mktemp("release") / "course-release")
 
 
 def text_files(root):
