@@ -1,5 +1,9 @@
-"""DyNet is configured once per test process, before anything imports it."""
+"""DyNet is configured once per test process, before anything imports it; the order of the
+work under xdist (tests/ordering.py); what a run builds once and every worker reads (once_per_run)."""
+import fcntl
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +16,48 @@ from course import runtime  # noqa: E402
 runtime.init(seed=1, mem=1024)
 
 SHARED_PTB = ROOT.parent / "shared" / "data" / "ptb"
+
+
+def pytest_configure(config):
+    from tests import ordering
+    ordering.configure(config)
+    if not hasattr(config, "workerinput"):             # the controller, or a run without xdist
+        config.pluginmanager.register(ordering.Durations(), "test-durations")
+
+
+@pytest.hookimpl(optionalhook=True)                    # pytest-xdist's, in the controller
+def pytest_configure_node(node):
+    from tests import ordering
+    ordering.configure_node(node)
+
+
+@pytest.hookimpl(trylast=True)                         # after pytest's own grouping by fixture
+def pytest_collection_modifyitems(config, items):
+    from tests import ordering
+    ordering.modifyitems(config, items)
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """One folder for this whole run, the same for every xdist worker (each worker's own
+    temporary folder is a popen-gwN inside it); without xdist, the run's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once_per_run(tmp_path_factory, name: str, build) -> Path:
+    """The folder ``name``, filled by ``build(folder)`` once per run by whichever worker asks
+    first, while the others wait for it (a lock file beside it). A build that raised is
+    tried again by the next to ask, from an empty folder."""
+    folder = run_folder(tmp_path_factory) / name
+    built = folder.parent / f"{name}.built"             # beside it: the folder holds only what build made
+    with open(folder.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            built.touch()
+    return folder
 
 
 @pytest.fixture

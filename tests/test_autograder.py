@@ -23,9 +23,9 @@ from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks
 from autograder.samples import make_samples
 from course.files import sha256_of
-from tests.conftest import ROOT, make_deep, remove_deep
+from tests.conftest import ROOT, make_deep, once_per_run, remove_deep
 
-pytestmark = pytest.mark.xdist_group("sample-class")   # one worker grades the class once
+pytestmark = pytest.mark.xdist_group("sample-class")   # one worker writes feedback and exports into the class
 SAMPLES = ROOT / "autograder" / "samples"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
 LIMITS = trusted.Limits(cell_s=20, check_s=30, wall_s=240)
@@ -71,9 +71,9 @@ def sandbox_processes(boxes) -> list:
     return [line for line in out.splitlines() if "autograder.sandbox" in line and str(boxes) in line]
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("class")
+def grade_the_class(tmp):
+    """The committed sample class, the planted students beside it, graded into ``tmp``/course;
+    what the tests read of it saved in ``tmp``/graded.json."""
     submissions = tmp / "submissions"
     shutil.copytree(SAMPLES / "submissions", submissions, symlinks=True)
     for student in make_samples.STUDENTS:          # names no Windows checkout could hold
@@ -109,8 +109,22 @@ def graded(tmp_path_factory):
     finally:
         tempfile.tempdir = saved
         remove_deep(deep)
-    return {"course": course, "records": {r["student"]: r for r in records}, "before": before,
-            "after": grader_file_hashes(), "leftovers": sandbox_processes(boxes)}
+    (tmp / "graded.json").write_text(json.dumps({"records": records, "before": before, "after": grader_file_hashes(),
+                                                 "leftovers": sandbox_processes(boxes)}))
+
+
+def graded_class(tmp_path_factory) -> dict:
+    """The sample class, graded once per run by the first worker to ask (this module's tests
+    and tests/test_dask_grading.py's local pool read the same grading)."""
+    folder = once_per_run(tmp_path_factory, "sample-class", grade_the_class)
+    saved = json.loads((folder / "graded.json").read_text())
+    return {**saved, "course": folder / "course", "records": {r["student"]: r for r in saved["records"]},
+            "listed": saved["records"]}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    return graded_class(tmp_path_factory)
 
 
 def test_sample_submissions_are_generated_from_the_exercises(tmp_path, monkeypatch):

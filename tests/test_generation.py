@@ -6,6 +6,8 @@ import pytest
 
 from tests.test_cli import CELL_FILE, SMALL, course, env, refused, write_text_corpus  # noqa: F401
 
+pytestmark = pytest.mark.xdist_group("generation")   # one worker trains its five runs once (module fixture)
+
 COURSE = ["--corpus", "course", "--max-sentences", "300"]
 
 

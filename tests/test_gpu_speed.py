@@ -12,6 +12,8 @@ from tests.conftest import ROOT
 
 import gpu_speed  # bench/gpu_speed.py (pytest's pythonpath holds bench/)
 
+pytestmark = pytest.mark.xdist_group("gpu-speed")   # one worker runs the benchmark once (module fixture)
+
 try:
     import torch  # noqa: F401
     HAVE_TORCH = True

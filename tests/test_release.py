@@ -9,6 +9,8 @@ from autograder.release import build
 from autograder.trusted import spec_of
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.xdist_group("release")   # one worker builds the release once (module fixture)
+
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import warnings
 from dataclasses import dataclass
 
@@ -28,10 +29,9 @@ import pytest
 from autograder import trusted
 from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks, check_calls, split_points
-from tests.conftest import ROOT
+from tests.conftest import ROOT, once_per_run
 
 LIMITS = trusted.Limits(wall_s=120, cpu_s=120)
-pytestmark = pytest.mark.xdist_group("slips")     # one worker: each slip is graded once (module fixture)
 HIDDEN = "### BEGIN HIDDEN TESTS"
 
 
@@ -343,18 +343,17 @@ def table() -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def graded(tmp_path_factory):
-    """Each slip graded once by the trusted grader (one sandbox run each)."""
-    cache = {}
-
-    def grade(slip: Slip):
-        if slip.name not in cache:
-            folder = tmp_path_factory.mktemp("slip")
+    """Each slip graded once per run by the trusted grader (one sandbox run each), by the worker
+    that meets it first; both of its tests, on either worker, read that result."""
+    def grade(slip: Slip) -> trusted.Result:
+        def build(folder):
             path = folder / f"{slip.chapter}.ipynb"
             nbformat.write(solution_with(slip), path)
-            cache[slip.name] = trusted.grade(path, slip.chapter, LIMITS)
-        return cache[slip.name]
+            (folder / "result.json").write_text(json.dumps(trusted.grade(path, slip.chapter, LIMITS).to_json()))
+        folder = once_per_run(tmp_path_factory, f"slip{SLIPS.index(slip):02d}", build)
+        return trusted.Result(**json.loads((folder / "result.json").read_text()))
     return grade
 
 

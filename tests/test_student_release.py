@@ -5,10 +5,9 @@ wheel is built from the same source), and run there: every lecture, every exerci
 answers put back (its visible checks, not the hidden tests), `nbgrader validate` on a solved
 exercise, `python -m course train`, and the message a student gets for `1 - z` on DyNet 2.2.
 
-The two environments are built once per test run and shared by the xdist workers (a lock file
-beside pytest's per-worker folders); each costs a minute or two of pip with a warm cache.
+The two environments are built once per test run and shared by the xdist workers
+(tests.conftest.once_per_run); each costs a minute or two of pip with a warm cache.
 """
-import fcntl
 import json
 import os
 import subprocess
@@ -19,7 +18,7 @@ import nbformat
 import pytest
 
 from autograder.release import build
-from tests.conftest import ROOT
+from tests.conftest import ROOT, once_per_run
 from autograder.notebook_runner import with_answers
 
 DYNETS = ["2.1", "2.2"]
@@ -84,15 +83,8 @@ def make_student(home: Path, dynet: str) -> Student:
 
 @pytest.fixture(scope="session", params=DYNETS, ids=[f"dynet{v}" for v in DYNETS])
 def student(request, tmp_path_factory):
-    shared = tmp_path_factory.getbasetemp().parent        # the same folder for every xdist worker
-    home = shared / f"student-dynet{request.param}"
-    with open(shared / f"student-dynet{request.param}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (home / "ready").exists():
-            home.mkdir(exist_ok=True)
-            make_student(home, request.param)
-            (home / "ready").touch()
-    return Student(home)
+    return Student(once_per_run(tmp_path_factory, f"student-dynet{request.param}",
+                                lambda home: make_student(home, request.param)))
 
 
 def test_the_environment_is_the_students_alone(student):
