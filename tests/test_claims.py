@@ -17,8 +17,11 @@ Words that summarise numbers ("about two epochs", "three times faster") are not 
 regular expression can match against outputs: they are made with ``course.claims`` in a cell
 (which checks them when the lecture runs) or listed in WORDS with their reason.
 
-Each lecture is executed once per session (a cell that raises, a failed ``claim`` included,
-fails its test); the Markdown is read statically.
+The lectures are executed once per run, by the book's build (tests/test_book.py, the same xdist
+group, so this file runs after it on the same worker and pays nothing to build it again): their
+outputs are the book's cached run of each lecture's very code (a lecture whose code changed since has
+no match, and is executed here). A cell that raises, a failed ``claim`` included, fails the book's
+build and this file's test of that lecture; the Markdown is read statically from lectures/.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from course import claims
 from tests.conftest import ROOT
 
 LECTURES = sorted((ROOT / "lectures").glob("[0-9][0-9]_*.ipynb"))
+pytestmark = pytest.mark.xdist_group("book")      # after the book's build, which executes the lectures
 
 #: numbers the Markdown may state though no cell prints them: {chapter: {number: reason}}
 CONSTANTS: dict[str, dict[str, str]] = {
@@ -191,11 +195,32 @@ def unsupported(nb, chapter: str) -> list[str]:
 
 # ---------------------------------------------------------------- the lectures, executed once
 
+@functools.lru_cache(maxsize=1)
+def book_cache():
+    """The book's execution cache, the book built first (at once when tests/test_book.py built it)."""
+    from jupyter_cache import get_cache
+    from book import build
+    assert build.build() == 0, "the book did not build (a lecture failed?): see the Sphinx messages above"
+    return get_cache(build.BUILD / "jupyter_cache")
+
+
 @functools.lru_cache(maxsize=None)
 def executed(path):
-    """The lecture executed top to bottom, once per test session."""
-    nb, _, error = execute(path)
-    return nb, error
+    """The lecture with the outputs of its run: the book's (its code cells are the lecture's, in
+    order; the book changes only Markdown), or a run of its own when the cache has none."""
+    from book import build
+    nb = nbformat.read(path, as_version=4)
+    try:
+        record = book_cache().match_cache_notebook(nbformat.read(build.SRC / "lectures" / path.name, as_version=4))
+    except KeyError:
+        nb, _, error = execute(path)
+        return nb, error
+    ran = [c for c in book_cache().get_cache_bundle(record.pk).nb.cells if c.cell_type == "code"]
+    mine = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.source for c in mine] == [c.source for c in ran], f"{path.name}: the book's code differs"
+    for cell, run in zip(mine, ran):
+        cell.outputs = run.outputs
+    return nb, None
 
 
 def chapter(path) -> str:

@@ -1,6 +1,7 @@
 """The student release as a student gets it: built, copied out of the repository, installed
 alone (the student's dependencies only) into a fresh virtual environment, once with dyNET38 2.1
-and once with 2.2 (the DyNet of macOS, Windows, Linux aarch64 and Python 3.13: its Linux x86-64
+(`pip install -e .`, as its README's table says) and once with 2.2 (`pip install .`, the package
+copied alone into site-packages, finding the course's data from the notebook's folder) (the DyNet of macOS, Windows, Linux aarch64 and Python 3.13: its Linux x86-64
 wheel is built from the same source), and run there: every lecture, every exercise with the
 answers put back (its visible checks, not the hidden tests), `nbgrader validate` on a solved
 exercise, `python -m course train`, and the message a student gets for `1 - z` on DyNet 2.2.
@@ -70,12 +71,18 @@ class Student:
                         cwd=notebook.parent, check=False)
 
 
+def editable(dynet: str) -> bool:
+    return dynet == "2.1"
+
+
 def make_student(home: Path, dynet: str) -> Student:
     student = Student(home)
     build(student.release)
     subprocess.run([sys.executable, "-m", "venv", str(student.venv)], check=True)
     student.run(student.python, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    student.run(student.python, "-m", "pip", "install", "--quiet", "-e", ".")      # as the release README says
+    # DyNet 2.1's student installs as the release README's table says (-e); 2.2's with `pip install .`,
+    # which copies the package alone into site-packages: its lectures find the data from their folder
+    student.run(student.python, "-m", "pip", "install", "--quiet", *(["-e"] if editable(dynet) else []), ".")
     if dynet != "2.1":     # what pip installs on macOS, Windows, Linux aarch64 and Python 3.13
         student.run(student.python, "-m", "pip", "install", "--quiet", f"dyNET38=={dynet}")
     return student
@@ -91,7 +98,10 @@ def test_the_environment_is_the_students_alone(student):
     dynet = student.home.name.removeprefix("student-dynet")
     where = student.run(student.python, "-c", "import course, importlib.metadata as m; "
                         "print(course.__file__); print(m.version('dyNET38'))", cwd=student.home).stdout.split()
-    assert Path(where[0]).is_relative_to(student.release) and where[1] == dynet
+    assert Path(where[0]).is_relative_to(student.release if editable(dynet) else student.venv) and where[1] == dynet
+    root = student.run(student.python, "-c", "from course import paths; print(paths.ROOT)",
+                       cwd=student.release / "lectures").stdout.strip()
+    assert Path(root) == student.release.resolve(), "the course's folder is not found from a notebook's folder"
     assert not student.release.is_relative_to(ROOT)
     installed = student.run(student.python, "-m", "pip", "list", "--format=json").stdout
     names = {p["name"].lower() for p in json.loads(installed)}
