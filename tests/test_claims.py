@@ -43,7 +43,8 @@ pytestmark = pytest.mark.xdist_group("book")      # after the book's build, whic
 CONSTANTS: dict[str, dict[str, str]] = {
     "01": {"10,000": "the Penn Treebank's vocabulary size, a property of that data set (Mikolov's preprocessing)"},
     "02": {"95%": "the confidence level of bench/converge.md's intervals, a setting of that bench"},
-    "03": {"2,000": "bench/samples.py's sentences per row, a setting of that bench (samples.md states it)",
+    "03": {"95%": "the confidence level of bench/converge.md's and samples.md's intervals, a setting of those benches",
+           "2,000": "bench/samples.py's sentences per row, a setting of that bench (samples.md states it)",
            "1.3": "one of bench/samples.py's temperatures, a setting of that bench (samples.md states it)"},
     "04": {"64": "the number of sentences lm.gradient_profile averages over (its default n), a setting"},
     "05": {"3.13": "a Python version, naming the platform where dyNET38 2.2 is the DyNet"},
