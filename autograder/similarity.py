@@ -290,7 +290,7 @@ def report(chapter: str, pairs: list, notes: dict, code: list, threshold: float)
             + (f"<h2>Notes</h2><ul>{noted}</ul>" if noted else "")
             + f"<h2>Side by side (pairs above {threshold:.0%})</h2>{sides}")
     style = ("body{font-family:system-ui,sans-serif;margin:1rem 2rem} td,th{padding:.2rem .6rem;text-align:left}"
-             " .sides{display:flex;gap:1rem} .sides pre{flex:1;overflow-x:auto;background:#f6f6f6;padding:.5rem}"
+             " .sides{display:flex;gap:1rem} .sides pre{flex:1;min-width:0;white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.5rem}"
              " .highlight-red{background:#f2b6b6} .highlight-green{background:#b6f2b6}")
     return (f"<!doctype html><html><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"

@@ -203,7 +203,10 @@ def test_the_report_is_a_page_an_instructor_reads(report):
         page.goto(page_file.as_uri())
         page.screenshot(path=str(shots / f"{CHAPTER}.png"), full_page=False)
         text = page.inner_text("body")
+        cut = page.evaluate("() => Array.from(document.querySelectorAll('.sides pre'))"
+                            ".filter(e => e.scrollWidth > e.clientWidth + 1).length")
     assert "ada" in text and "cy" in text and "masked_batch_nll" in text
+    assert cut == 0, "a side's lines are cut at its edge: they should wrap"
 
 
 def test_the_command_line_names_what_is_missing(tmp_path, capsys):
