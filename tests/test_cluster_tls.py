@@ -192,7 +192,9 @@ def test_a_rogue_client_cannot_connect_run_code_or_read_a_task(tls_cluster, tmp_
     for security in (Security.temporary(), cluster.security(other_course), None):
         with pytest.raises((OSError, TypeError)):     # (TypeError: no certificate at all, Dask does not try)
             Client(address, security=security, timeout="10s")
-    with pytest.raises(OSError):
+    # plain TCP: the connection fails (OSError), or, in a busy run, Dask's own loop runner stops on an
+    # assert while the failed start unwinds (AssertionError); either way no client connects
+    with pytest.raises((OSError, AssertionError)):
         Client(address.replace("tls://", "tcp://"), timeout="10s")
     # the same requests with the course's certificate do run: what refuses the rogue is its certificate
     made = tmp_path / "by-the-instructor"
