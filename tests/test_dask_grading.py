@@ -140,12 +140,12 @@ def test_the_workers_cannot_read_the_course(cluster, tmp_path):
 ROGUE = """
 import sys
 from distributed import Client
-for address in sys.argv[1:]:
-    try:
-        client = Client(address, timeout="10s")
-    except Exception as err:
-        print("refused", address, type(err).__name__)
-        continue
+address = sys.argv[1]                       # one address per process (tests/test_cluster_tls.py's ROGUE says why)
+try:
+    client = Client(address, timeout="10s")
+except Exception as err:
+    print("refused", address, type(err).__name__)
+else:
     client.run(lambda: __import__("autograder.trusted").trusted.__setattr__("grade", None))
     print("connected", address, client.run_on_scheduler(lambda: open("/etc/hostname").read()))
 """
@@ -156,10 +156,10 @@ def test_a_client_without_the_courses_certificate_cannot_touch_the_workers(clust
     another user, on the scheduler's port over TLS and over plain TCP."""
     account = pwd.getpwnam(ACCOUNT)
     address = cluster["address"]
-    tried = subprocess.run([cluster["python"], "-c", ROGUE, address, address.replace("tls://", "tcp://")],
-                           capture_output=True, text=True, cwd="/", timeout=120,
-                           user=account.pw_uid, group=account.pw_gid, extra_groups=[])
-    assert tried.stdout.count("refused") == 2 and "connected" not in tried.stdout, tried.stdout + tried.stderr[-2000:]
+    for target in (address, address.replace("tls://", "tcp://")):
+        tried = subprocess.run([cluster["python"], "-c", ROGUE, target], capture_output=True, text=True, cwd="/",
+                               timeout=120, user=account.pw_uid, group=account.pw_gid, extra_groups=[])
+        assert tried.stdout.startswith("refused") and "connected" not in tried.stdout, tried.stdout + tried.stderr[-2000:]
 
 
 def test_a_cluster_grades_as_the_local_pool_does_and_survives_a_killed_worker(cluster, tmp_path, tmp_path_factory):
