@@ -31,7 +31,7 @@ from autograder.reference.grading import Check
 
 SEED = 20261127
 ATOL = 1e-7            # probabilities: max abs difference (float64 arithmetic, any order of sums)
-LECTURE = ("03_lstm", "Your own sampler: temperature, top-k and nucleus")
+LECTURE = ("03_lstm", "8 · Your own sampler: temperature, top-k and nucleus")
 VISIBLE = "next_token_distribution_tests"
 
 
