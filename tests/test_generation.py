@@ -46,6 +46,10 @@ def test_sample_options_prompt_top_k_and_length(runs, env):
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert len(set(lines)) == 1 and lines[0].startswith("the king ")        # top-k 1: the most probable path
+    nucleus = course(env, "sample", runs["lstm"], "--n", "5", "--prompt", "the king", "--top-p", "1e-9",
+                     "--max-length", "12")
+    assert nucleus.stdout == run.stdout, nucleus.stderr          # a nucleus that the first token fills
+    refused(course(env, "sample", runs["lstm"], "--top-p", "1.5"), "--top-p", "<= 1")
     short = course(env, "sample", runs["lstm"], "--n", "20", "--max-length", "3", "--temperature", "1.3")
     assert all(len(line.replace(" [cut at --max-length]", "").split()) <= 3 for line in short.stdout.splitlines())
     assert "[cut at --max-length]" in short.stdout
