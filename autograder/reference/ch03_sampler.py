@@ -30,7 +30,7 @@ from autograder.probes.ch03_sampler import fixed_model
 from autograder.reference.grading import Check
 
 SEED = 20261127
-ATOL = 1e-7            # probabilities: max abs difference (float64 arithmetic, any order of sums)
+ATOL = 1e-6            # probabilities: max abs difference (any order of sums; float32 arithmetic passes too)
 LECTURE = ("03_lstm", "8 · Your own sampler: temperature, top-k and nucleus")
 VISIBLE = "next_token_distribution_tests"
 
