@@ -565,13 +565,15 @@ SAMPLE_GRAPH_STEPS = 10     # sample() starts a new graph after this many steps
 
 def _tempered(scores: np.ndarray, bos: int, top_k, top_p) -> np.ndarray:
     """The log-probabilities ``sample`` draws from, one column per sentence: softmax of the
-    (tempered) scores without ``<s>``, cut to the top k (ties with the k-th kept) and then
-    to the nucleus of mass ``top_p``, renormalised."""
+    (tempered) scores without ``<s>``, cut to the top k and then to the nucleus of mass
+    ``top_p``, renormalised; tokens of equal score or probability in the order of their ids."""
     scores = scores.copy()        # float32 as DyNet gives it: the draws of earlier runs stay the same
     scores[bos] = -np.inf
     if top_k is not None and top_k < len(scores) - 1:
-        cut = np.partition(scores, -top_k, axis=0)[-top_k]
-        scores[scores < cut] = -np.inf
+        order = np.argsort(-scores, axis=0, kind="stable")      # ties: the lower index first
+        cut = np.ones(scores.shape, dtype=bool)
+        np.put_along_axis(cut, order[:top_k], False, axis=0)
+        scores[cut] = -np.inf
     logp = scores - scores.max(axis=0)
     logp -= np.log(np.exp(logp).sum(axis=0))
     if top_p is None or top_p >= 1:
@@ -611,9 +613,9 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
 
     At each step the next token is drawn from softmax(scores / temperature) over the
     vocabulary (``<s>`` excluded), restricted to the ``top_k`` most probable tokens when
-    given (tokens tied with the k-th are kept), then to the nucleus when ``top_p`` is given:
-    the fewest most probable of those tokens whose probability reaches ``top_p``, the one
-    that crosses it included, renormalised. ``distribution``: instead of those three, a
+    given, then to the nucleus when ``top_p`` is given: the fewest most probable of those
+    tokens whose probability reaches ``top_p``, the one that crosses it included,
+    renormalised (ties: the lower token id first, so exactly ``top_k`` tokens stay). ``distribution``: instead of those three, a
     function of one sentence's scores (a NumPy vector over the vocabulary, ``-inf`` at
     ``<s>``) that returns the probabilities to draw from (your own sampler, exercise 03).
     ``prompt``: tokens every sentence starts with (``["the", "king"]``; for a

@@ -250,3 +250,12 @@ def test_lm_sample_top_p_is_the_nucleus_and_a_distribution_draws_the_same(tiny_c
         lm.sample(model, n=2, top_p=0.5, distribution=sampler)
     with pytest.raises(ValueError, match="top_p must be in"):
         lm.sample(model, n=2, top_p=0.0)
+
+
+def test_lm_sample_breaks_ties_as_the_exercise_does():
+    """lm.sample's top-k keeps exactly k tokens, ties by the lower id: the rule the exercise grades."""
+    from course import lm
+    scores = np.array([[0.0], [5.0], [4.0], [3.0], [3.0], [1.0]], dtype=np.float32)   # id 1 is <s>
+    logp = lm._tempered(scores, 1, top_k=2, top_p=None)[:, 0]
+    assert np.isfinite(logp).tolist() == [False, False, True, True, False, False]     # id 4 ties id 3: cut
+    assert np.exp(logp) == pytest.approx(sampler(np.where(np.arange(6) == 1, -np.inf, scores[:, 0]), top_k=2))
