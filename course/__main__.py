@@ -506,7 +506,8 @@ def cmd_sample(args, given: set) -> int:
     char = _unit(record) == "char"
     prompt = list(args.prompt or "") if char else (args.prompt or "").split()
     max_length = args.max_length or (DEFAULT_SAMPLE_LENGTH * 5 if char else DEFAULT_SAMPLE_LENGTH)
-    samples = lm.sample(model, args.n, args.temperature, args.top_k, prompt, args.seed, max_length)
+    samples = lm.sample(model, args.n, args.temperature, args.top_k, prompt, args.seed, max_length,
+                        top_p=args.top_p)
     for s in samples:
         print(("" if char else " ").join(s.tokens) + ("" if s.finished else " [cut at --max-length]"))
     return 0
@@ -522,9 +523,10 @@ def cmd_judge_samples(args, given: set) -> int:
     from course import judge, lm
     from course.grammar import Grammar
     samples = lm.sample(model, args.n, args.temperature, args.top_k, None, args.seed,
-                        args.max_length or DEFAULT_SAMPLE_LENGTH)
+                        args.max_length or DEFAULT_SAMPLE_LENGTH, top_p=args.top_p)
     print(f"{args.n} samples at temperature {args.temperature:g}"
-          + (f", top-k {args.top_k}" if args.top_k else "") + f", seed {args.seed} (95% intervals in brackets):")
+          + (f", top-k {args.top_k}" if args.top_k else "") + (f", top-p {args.top_p:g}" if args.top_p else "")
+          + f", seed {args.seed} (95% intervals in brackets):")
     for line in judge.report(judge.judge(Grammar(), samples, args.long, seed=args.seed)):
         print(f"  {line}")
     return 0
@@ -562,6 +564,9 @@ def _add_sampling(p, n=10) -> None:
                    default=1.0, help="divides the scores before the softmax: below 1 is more conservative, "
                                      "above 1 more adventurous")
     p.add_argument("--top-k", type=POSITIVE, default=None, help="draw only from the k most probable tokens")
+    p.add_argument("--top-p", type=_number(float, 0.0, 1.0, low_open=True, example=", e.g. 0.9"), default=None,
+                   help="then only from the nucleus: the fewest most probable tokens whose probability "
+                        "reaches p (Holtzman et al. 2020)")
     p.add_argument("--seed", type=POSITIVE, default=1, help="fixes the draws: the same seed, the same sentences")
     p.add_argument("--max-length", type=POSITIVE, default=None,
                    help=f"cut a sentence at this many tokens (default {DEFAULT_SAMPLE_LENGTH} words, "

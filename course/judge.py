@@ -10,7 +10,8 @@ model writes can be judged exactly (:func:`judge`):
   verb are far apart? A derivable sentence keeps every agreement by definition; a
   sentence that becomes derivable when one verb (or reflexive) takes its other form
   ("the keys near the cabinet *is* old") is a sentence that lost exactly that one.
-  Agreement is counted over both: kept / (kept + lost), by distance;
+  Agreement is counted over both: kept / (kept + lost), by distance and by task
+  (``number``: subject and verb; ``gender``: subject and himself/herself);
 * how far is the model from the grammar? KL(model || grammar) = E_model[log p_model -
   log p_grammar] is infinite as soon as the model gives any probability to a sentence
   outside the language, so the estimate reported is that of the model restricted to
@@ -76,7 +77,8 @@ def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed:
     of each kind are returned (kept: in derivable sentences; lost), with the positions
     of subject (cue) and verb (target) and the form the grammar wants there (right)."""
     n = len(samples)
-    derivable, gaps, agreement = [], [], {"all": [0, 0], "long": [0, 0]}   # [kept, lost]
+    derivable, gaps = [], []
+    agreement = {"all": [0, 0], "long": [0, 0], "number": [0, 0], "gender": [0, 0]}   # [kept, lost]
     examples = ([], [])                                                  # long agreements kept, lost
     for s in samples:
         derivation = grammar.parse(s.tokens) if s.finished else None
@@ -93,6 +95,7 @@ def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed:
         for a in grammar.agreements(derivation):
             column = 1 if a.target_index == lost else 0
             agreement["all"][column] += 1
+            agreement[a.task][column] += 1
             if a.distance >= long_distance:
                 agreement["long"][column] += 1
                 if len(examples[column]) < examples_per_kind and (column or lost is None):
@@ -139,7 +142,10 @@ def report(verdict: dict) -> list[str]:
         f"log-probability under the grammar (nats per sentence), derivable samples: {interval(v['logprob'])}; "
         f"the grammar's own samples: {interval(v['grammar_logprob'])}",
     ]
-    for key, label in (("all", "all distances"), ("long", f"distance >= {v['long_distance']}")):
+    for key, label in (("all", "all distances"), ("long", f"distance >= {v['long_distance']}"),
+                       ("number", "number, subject and verb"), ("gender", "gender, reflexives")):
+        if key not in a:          # a verdict saved before agreement was split by task
+            continue
         kept, lost = a[key]["kept"], a[key]["lost"]
         if kept + lost:
             lines.append(f"agreement kept ({label}): {kept} of {kept + lost} "

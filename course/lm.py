@@ -563,13 +563,62 @@ class Sample:
 SAMPLE_GRAPH_STEPS = 10     # sample() starts a new graph after this many steps
 
 
+def _tempered(scores: np.ndarray, bos: int, top_k, top_p) -> np.ndarray:
+    """The log-probabilities ``sample`` draws from, one column per sentence: softmax of the
+    (tempered) scores without ``<s>``, cut to the top k and then to the nucleus of mass
+    ``top_p``, renormalised; tokens of equal score or probability in the order of their ids."""
+    scores = scores.copy()        # float32 as DyNet gives it: the draws of earlier runs stay the same
+    scores[bos] = -np.inf
+    if top_k is not None and top_k < len(scores) - 1:
+        order = np.argsort(-scores, axis=0, kind="stable")      # ties: the lower index first
+        cut = np.ones(scores.shape, dtype=bool)
+        np.put_along_axis(cut, order[:top_k], False, axis=0)
+        scores[cut] = -np.inf
+    logp = scores - scores.max(axis=0)
+    logp -= np.log(np.exp(logp).sum(axis=0))
+    if top_p is None or top_p >= 1:
+        return logp
+    probs = np.exp(logp)
+    order = np.argsort(-probs, axis=0, kind="stable")
+    before = np.cumsum(np.take_along_axis(probs, order, axis=0), axis=0)
+    before = np.concatenate([np.zeros((1, probs.shape[1])), before[:-1]])   # mass of the more probable
+    kept = np.zeros_like(probs, dtype=bool)
+    np.put_along_axis(kept, order, before < top_p, axis=0)   # below p before it: it is still needed
+    probs = np.where(kept, probs, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(probs / probs.sum(axis=0))
+
+
+def _distributions(distribution, scores: np.ndarray, bos: int) -> np.ndarray:
+    """``distribution`` (one sentence's scores -> probabilities) applied to each column,
+    with a clear error when what it returns cannot be drawn from."""
+    scores = scores.astype(float)
+    scores[bos] = -np.inf
+    columns = []
+    for j in range(scores.shape[1]):
+        p = np.asarray(distribution(scores[:, j].copy()), dtype=float)
+        if p.shape != scores[:, j].shape or not np.all(np.isfinite(p)) or p.min() < 0 \
+                or abs(p.sum() - 1) > 1e-6:
+            raise ValueError(f"distribution must return the probabilities of the {scores.shape[0]:,} tokens "
+                             f"(shape {scores[:, j].shape}, finite, not negative, summing to 1); it returned "
+                             f"shape {p.shape}" + (f", summing to {p.sum():.6g}" if p.shape == scores[:, j].shape else ""))
+        columns.append(p)
+    return np.stack(columns, axis=1)
+
+
 def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | None = None,
-           prompt=None, seed: int = 1, max_length: int = 100) -> list[Sample]:
+           prompt=None, seed: int = 1, max_length: int = 100, *, top_p: float | None = None,
+           distribution=None) -> list[Sample]:
     """Draw ``n`` sentences from the model, token by token, all ``n`` in one batch.
 
     At each step the next token is drawn from softmax(scores / temperature) over the
     vocabulary (``<s>`` excluded), restricted to the ``top_k`` most probable tokens when
-    given. ``prompt``: tokens every sentence starts with (``["the", "king"]``; for a
+    given, then to the nucleus when ``top_p`` is given: the fewest most probable of those
+    tokens whose probability reaches ``top_p``, the one that crosses it included,
+    renormalised (ties: the lower token id first, so exactly ``top_k`` tokens stay). ``distribution``: instead of those three, a
+    function of one sentence's scores (a NumPy vector over the vocabulary, ``-inf`` at
+    ``<s>``) that returns the probabilities to draw from (your own sampler, exercise 03).
+    ``prompt``: tokens every sentence starts with (``["the", "king"]``; for a
     character model, characters). A sentence ends at ``</s>`` or after ``max_length``
     tokens. The draws come from NumPy's generator seeded with ``seed``, and the model
     has no dropout here, so the same seed gives the same sentences.
@@ -581,6 +630,11 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
                          "model as it is, lower is more conservative, higher more adventurous")
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}: the probability the kept tokens reach")
+    if distribution is not None and (temperature != 1.0 or top_k is not None or top_p is not None):
+        raise ValueError("give either distribution (a function that applies its own temperature, top-k "
+                         "and top-p) or temperature, top_k and top_p, not both")
     prompt = list(prompt or [])
     unknown = [t for t in prompt if t not in model.vocab or t in (model.vocab.token(model.vocab.bos),
                                                                    model.vocab.token(model.vocab.eos))]
@@ -607,14 +661,15 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
         if t < len(prompt):
             words = [model.vocab.index(prompt[t])] * n
             continue
-        scores = np.reshape(dy.affine_transform([b, W, h]).npvalue(), (len(model.vocab), n)) / temperature
-        scores[model.vocab.bos] = -np.inf
-        if top_k is not None and top_k < len(model.vocab) - 1:
-            cut = np.partition(scores, -top_k, axis=0)[-top_k]
-            scores[scores < cut] = -np.inf
-        logp = scores - scores.max(axis=0)
-        logp -= np.log(np.exp(logp).sum(axis=0))
-        cumulative = np.cumsum(np.exp(logp), axis=0)
+        scores = np.reshape(dy.affine_transform([b, W, h]).npvalue(), (len(model.vocab), n))
+        if distribution is not None:
+            probs = _distributions(distribution, scores, model.vocab.bos)
+            with np.errstate(divide="ignore"):
+                logp = np.log(probs)
+        else:
+            logp = _tempered(scores / temperature, model.vocab.bos, top_k, top_p)
+            probs = np.exp(logp)
+        cumulative = np.cumsum(probs, axis=0)
         draws = rng.random(n) * cumulative[-1]
         words = [int(np.searchsorted(cumulative[:, j], draws[j], side="right")) for j in range(n)]
         words = [min(w, len(model.vocab) - 1) for w in words]

@@ -138,3 +138,124 @@ def test_h_must_come_first_in_the_state():
 def test_numpy_inside_fails_on_the_gradients_only():
     found = failing(numpy_inside)
     assert set(found) == {GRADIENTS} and "outside DyNet" in found[GRADIENTS][0], found
+
+
+# --------------------------------------------------------------------------- the student's own sampler
+
+DISTRIBUTION, DRAWS = "ch03.next_token_distribution", "ch03.sampler_draws"
+
+
+def sampler(scores, temperature=1.0, top_k=None, top_p=None, *, after_softmax=False, k_extra=0, ties=False,
+            crossing=True, renormalise=True, naive=False):
+    """A student's sampler, written apart from the reference, with one of the slips when asked."""
+    z = np.asarray(scores, dtype=float)
+    z = z if after_softmax else z / temperature
+    e = np.exp(z) if naive else np.exp(z - np.max(z))
+    p = e / e.sum()
+    if after_softmax:
+        p = p / temperature
+    order = sorted(range(len(p)), key=lambda i: -p[i])          # Python's sort is stable: ties by index
+    keep = set(order)
+    if top_k is not None and top_k < len(p):
+        keep = set(order[:top_k + k_extra])
+        if ties:
+            keep = {i for i in range(len(p)) if p[i] >= p[order[top_k - 1]]}
+    q = np.array([p[i] if i in keep else 0.0 for i in range(len(p))])
+    if renormalise:
+        q = q / q.sum()
+    if top_p is not None and top_p < 1:
+        total, nucleus = 0.0, set()
+        for i in sorted(keep, key=lambda i: (-q[i], i)):
+            if crossing:
+                nucleus.add(i)
+                total += q[i]
+                if total >= top_p:
+                    break
+            else:
+                total += q[i]
+                if total >= top_p:
+                    break
+                nucleus.add(i)
+        q = np.array([q[i] if i in nucleus else 0.0 for i in range(len(q))])
+        if renormalise:
+            q = q / q.sum()
+    return q
+
+
+def slip(**flags):
+    def fn(scores, temperature=1.0, top_k=None, top_p=None):
+        with np.errstate(all="ignore"):
+            return sampler(scores, temperature, top_k, top_p, **flags)
+    return fn
+
+
+def sampler_problems(fn):
+    return {name: found for name in (DISTRIBUTION, DRAWS)
+            if (found := run_check(all_checks()[name], {"next_token_distribution": fn}))}
+
+
+def test_an_independent_sampler_passes_both_checks():
+    assert sampler_problems(sampler) == {}
+
+
+# slip: (flags, {each check it fails: a phrase of its message})
+SAMPLER_SLIPS = {
+    "temperature after the softmax": ({"after_softmax": True},
+                                      {DISTRIBUTION: "divide the scores by it before the softmax", DRAWS: "other sentences"}),
+    "top-k keeps k + 1": ({"k_extra": 1}, {DISTRIBUTION: "one token too many", DRAWS: "other sentences"}),
+    "top-k keeps k - 1": ({"k_extra": -1}, {DISTRIBUTION: "one token too few", DRAWS: "other sentences"}),
+    "top-p without the crossing token": ({"crossing": False},
+                                         {DISTRIBUTION: "leaves out the token that crosses p", DRAWS: "other sentences"}),
+    "no renormalisation": ({"renormalise": False}, {DISTRIBUTION: "not renormalised", DRAWS: "lm.sample refused"}),
+    # ties at the cut and an overflowing softmax never happen in the fixed model's draws
+    "ties at the k-th all kept": ({"ties": True}, {DISTRIBUTION: "ties go to the lower token index"}),
+    "softmax without the largest score subtracted": ({"naive": True}, {DISTRIBUTION: "subtract the largest score"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLER_SLIPS))
+def test_a_sampler_slip_fails_its_checks_and_is_named(name):
+    flags, hints = SAMPLER_SLIPS[name]
+    found = sampler_problems(slip(**flags))
+    assert set(found) == set(hints), found
+    assert all(hints[check] in " ".join(p) for check, p in found.items()), found
+
+
+def test_the_sampler_judge_reveals_no_reference_probability():
+    found = sampler_problems(slip(k_extra=1))[DISTRIBUTION][0]
+    case = all_checks()[DISTRIBUTION].make_inputs()["cases"][3]
+    from autograder.reference.ch03_sampler import distribution
+    assert not any(f"{v:.3g}" in found for v in distribution(case["scores"], case["temperature"], case["top_k"])
+                   if v > 0)
+
+
+def test_lm_sample_top_p_is_the_nucleus_and_a_distribution_draws_the_same(tiny_corpus):
+    """lm.sample's own top-p keeps the same tokens as the graded rule, and a distribution function
+    given to it draws the same sentences with the same seed."""
+    from course import lm
+    from course.data import Vocab
+    runtime.init(seed=4)
+    model = lm.RNNLM(Vocab.build(tiny_corpus), "lstm", 8, 8)
+    for knobs in ({"temperature": 0.8, "top_p": 0.6}, {"top_k": 5, "top_p": 0.9}, {"temperature": 1.3}):
+        built_in = lm.sample(model, n=30, seed=5, max_length=10, **knobs)
+        own = lm.sample(model, n=30, seed=5, max_length=10,
+                        distribution=lambda s, knobs=knobs: sampler(s, **knobs))
+        assert [s.tokens for s in built_in] == [s.tokens for s in own], knobs
+        assert [s.logprob for s in built_in] == pytest.approx([s.logprob for s in own], abs=1e-4)
+    narrow = lm.sample(model, n=30, seed=5, max_length=10, top_p=1e-9)       # the most probable token only
+    assert narrow == lm.sample(model, n=30, seed=5, max_length=10, top_k=1)
+    with pytest.raises(ValueError, match="summing to 1"):
+        lm.sample(model, n=2, distribution=lambda s: np.exp(s - s.max()))
+    with pytest.raises(ValueError, match="not both"):
+        lm.sample(model, n=2, top_p=0.5, distribution=sampler)
+    with pytest.raises(ValueError, match="top_p must be in"):
+        lm.sample(model, n=2, top_p=0.0)
+
+
+def test_lm_sample_breaks_ties_as_the_exercise_does():
+    """lm.sample's top-k keeps exactly k tokens, ties by the lower id: the rule the exercise grades."""
+    from course import lm
+    scores = np.array([[0.0], [5.0], [4.0], [3.0], [3.0], [1.0]], dtype=np.float32)   # id 1 is <s>
+    logp = lm._tempered(scores, 1, top_k=2, top_p=None)[:, 0]
+    assert np.isfinite(logp).tolist() == [False, False, True, True, False, False]     # id 4 ties id 3: cut
+    assert np.exp(logp) == pytest.approx(sampler(np.where(np.arange(6) == 1, -np.inf, scores[:, 0]), top_k=2))

@@ -46,6 +46,10 @@ def test_sample_options_prompt_top_k_and_length(runs, env):
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert len(set(lines)) == 1 and lines[0].startswith("the king ")        # top-k 1: the most probable path
+    nucleus = course(env, "sample", runs["lstm"], "--n", "5", "--prompt", "the king", "--top-p", "1e-9",
+                     "--max-length", "12")
+    assert nucleus.stdout == run.stdout, nucleus.stderr          # a nucleus that the first token fills
+    refused(course(env, "sample", runs["lstm"], "--top-p", "1.5"), "--top-p", "<= 1")
     short = course(env, "sample", runs["lstm"], "--n", "20", "--max-length", "3", "--temperature", "1.3")
     assert all(len(line.replace(" [cut at --max-length]", "").split()) <= 3 for line in short.stdout.splitlines())
     assert "[cut at --max-length]" in short.stdout
@@ -115,6 +119,8 @@ def test_the_grammar_judges_its_own_sentences_perfect_and_finds_lost_agreement()
     v = judge.judge(grammar, samples, reference=300, bootstrap=200)
     assert v["derivable_share"] == 1.0 and v["kl"][0] == pytest.approx(0.0, abs=1e-9)
     assert v["agreement"]["all"]["lost"] == 0 and v["agreement"]["all"]["kept"] > 300
+    by_task = [v["agreement"][task]["kept"] for task in ("number", "gender")]
+    assert min(by_task) > 0 and sum(by_task) == v["agreement"]["all"]["kept"]     # split by task, nothing lost
     # one verb in the wrong number: no longer derivable, and counted as a lost agreement
     d = next(d for d in own if any(a.task == "number" and a.distance >= 6 for a in grammar.agreements(d)))
     a = next(a for a in grammar.agreements(d) if a.task == "number" and a.distance >= 6)
@@ -122,4 +128,6 @@ def test_the_grammar_judges_its_own_sentences_perfect_and_finds_lost_agreement()
     wrong[a.target_index] = a.wrong
     v = judge.judge(grammar, [lm.Sample(wrong, -1.0, True)], reference=10, bootstrap=10)
     assert v["derivable"] == 0 and v["agreement"]["long"]["lost"] == 1
+    assert v["agreement"]["number"]["lost"] == 1 and v["agreement"]["gender"]["lost"] == 0
+    assert "agreement kept (number, subject and verb)" in "\n".join(judge.report(v))
     assert v["examples"]["lost"][0]["right"] == a.right and v["examples"]["lost"][0]["target"] == a.target_index

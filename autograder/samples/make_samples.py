@@ -65,6 +65,27 @@ def lstm_step(p, x, state):
 '''
 LSTM_RIGHT = LSTM.replace("{gates}", 'i, f, o = gate("i"), gate("f"), gate("o")')
 LSTM_GATES_SWAPPED = LSTM.replace("{gates}", 'f, i, o = gate("i"), gate("f"), gate("o")')
+# chapter 03: the LSTM without a forget gate (eq 50 adds c_prev), and the student's own sampler
+LSTM_NO_FORGET = LSTM.replace("{gates}", 'i, o = gate("i"), gate("o")').replace(
+    "dy.cmult(f, c_prev)", "c_prev")
+SAMPLER = """import numpy as np
+
+
+def next_token_distribution(scores, temperature=1.0, top_k=None, top_p=None):
+    p = np.exp((scores - np.max(scores)) / temperature)
+    p = p / p.sum()
+    order = np.argsort(-p, kind="stable")
+    if top_k is not None:
+        p[order[top_k:]] = 0
+        p = p / p.sum()
+    if top_p is not None:
+        total = np.cumsum(p[order])
+        p[order[{kept}:]] = 0        # the tokens after the nucleus
+        p = p / p.sum()
+    return p
+"""
+SAMPLER_RIGHT = SAMPLER.replace("{kept}", "np.searchsorted(total, top_p) + 1")
+SAMPLER_NO_CROSSING = SAMPLER.replace("{kept}", "np.searchsorted(total, top_p)")   # the crossing token cut
 INIT = "import numpy as np\n\n\ndef lstm_init(name, shape, forget_bias=1.0):\n{body}\n"
 INIT_RIGHT = INIT.replace("{body}", '    return np.full(shape, float(forget_bias)) if name == "b_f" else None')
 INIT_MISSING = INIT.replace("{body}", "    return None   # forgot the forget bias")
@@ -398,6 +419,10 @@ STUDENTS = {
                       "changed what the grader relies on", None),
     "html_markdown": ("05_gru", {"gru_step": GRU_WRONG}, {"gru_step": WRONG}, Z_EXCHANGED_KEEPS, ["graded"], None,
                       "html_markdown"),
+    "sampler_right": ("03_lstm", {"lstm_step": LSTM_NO_FORGET, "next_token_distribution": SAMPLER_RIGHT},
+                      {"lstm_step": RIGHT, "next_token_distribution": RIGHT}, {}, ["graded"], None, None),
+    "sampler_no_crossing": ("03_lstm", {"lstm_step": LSTM_NO_FORGET, "next_token_distribution": SAMPLER_NO_CROSSING},
+                            {"lstm_step": RIGHT, "next_token_distribution": WRONG}, {}, ["graded"], None, None),
     "residuals_correct": ("07_stacked_residual", {"stacked_step": STACKED, "horizontal_step": HORIZONTAL_RIGHT},
                           {"stacked_step": RIGHT, "horizontal_step": RIGHT}, {}, ["graded"], None, None),
     "horizontal_adds_input": ("07_stacked_residual",

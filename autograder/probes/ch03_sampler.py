@@ -1,0 +1,71 @@
+"""Probes of chapter 03's sampler: run a student's ``next_token_distribution``, return numbers.
+
+Runs in the autograder's sandbox next to student code, so it imports no reference
+solution (see :mod:`autograder.probes`). The fixed model of the draws is built here and,
+from the same inputs, by the judge: a small S-RNN language model whose every parameter is
+set from the inputs' seed, so both sides hold the same model without sharing a file.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+
+def _quietly(call):
+    """Run call(); NumPy warnings (exp overflow, 0/0) must not reach the cell's stderr."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return call()
+
+
+def distributions(functions: dict, inputs: dict) -> dict:
+    """``next_token_distribution(scores, temperature=, top_k=, top_p=)`` on each case, as
+    ``values[str(k)]`` (a vector, or whatever shape it returned)."""
+    fn = functions["next_token_distribution"]
+    values = {}
+    for k, case in enumerate(inputs["cases"]):
+        scores = np.array(case["scores"], dtype=float)
+        got = _quietly(lambda: fn(scores, temperature=case["temperature"], top_k=case["top_k"],
+                                  top_p=case["top_p"]))
+        values[str(k)] = np.asarray(got, dtype=float)
+    return {"values": values}
+
+
+def fixed_model(inputs: dict):
+    """The small S-RNN language model of the draws, every parameter from the inputs' seed."""
+    from course import lm
+    from course.data import Vocab
+    model = lm.RNNLM(Vocab(inputs["vocab"]), "srnn", inputs["size"], inputs["size"])
+    rng = np.random.default_rng(inputs["model_seed"])
+    for p in model.pc.parameters_list():
+        p.set_value(rng.uniform(-1.5, 1.5, p.shape()))
+    for p in model.pc.lookup_parameters_list():
+        p.init_from_array(rng.uniform(-1.5, 1.5, p.shape()))
+    return model
+
+
+def draws(functions: dict, inputs: dict) -> dict:
+    """Sentences that ``lm.sample`` draws from the fixed model with the student's distribution,
+    for each setting: token ids (-1 after the end) and log-probabilities."""
+    from course import lm
+    fn = functions["next_token_distribution"]
+    model = fixed_model(inputs)
+    out = {}
+    for k, (temperature, top_k, top_p) in enumerate(inputs["settings"]):
+        def distribution(scores, temperature=temperature, top_k=top_k, top_p=top_p):
+            return fn(scores, temperature=temperature, top_k=top_k, top_p=top_p)
+        try:
+            drawn = _quietly(lambda: lm.sample(model, n=inputs["n"], seed=inputs["seed"] + k,
+                                               max_length=inputs["max_length"], distribution=distribution))
+        except ValueError as e:
+            if "distribution must return" not in str(e):     # lm.sample's refusal; the rest is the student's
+                raise
+            out[str(k)] = {"refused": 1.0}
+            continue
+        ids = np.full((len(drawn), inputs["max_length"]), -1.0)
+        for j, s in enumerate(drawn):
+            ids[j, :len(s.tokens)] = [model.vocab.index(t) for t in s.tokens]
+        out[str(k)] = {"refused": 0.0, "ids": ids, "logprobs": np.array([s.logprob for s in drawn]),
+                       "finished": np.array([float(s.finished) for s in drawn])}
+    return {"draws": out}
