@@ -174,7 +174,7 @@ def test_an_unknown_slip_gets_the_gradients_and_the_case_without_values():
     found = backward_failing(doubled_dx)
     assert list(found) == ["ch02.backward_inputs"], found
     (message,) = found["ch02.backward_inputs"]
-    assert message.startswith("case 1 (d_in=5, d_h=4, batch=7): dx differ from DyNet's gradients"), message
+    assert message.startswith("case 1 (d_in=5, d_h=4, batch=7): dx differs from DyNet's gradients"), message
 
 
 def test_asking_dynet_for_the_gradients_earns_nothing():
@@ -185,7 +185,7 @@ def test_asking_dynet_for_the_gradients_earns_nothing():
         W_x, W_h = dy.inputTensor(W_xh), dy.inputTensor(W_hh)
         X, H = dy.inputTensor(x, batched=True), dy.inputTensor(h_prev, batched=True)
         a = W_x * X + W_h * H          # the bias does not change the gradients of a given h ...
-        out = dy.inputTensor(h, batched=True) + 0 * dy.tanh(a)      # ... but dy.tanh would need it
+        out = dy.inputTensor(h, batched=True) + dy.tanh(a) * 0      # ... but dy.tanh would need it
         loss = dy.sum_batches(dy.dot_product(dy.inputTensor(dh, batched=True), out))
         loss.backward(full=True)
         return (X.gradient(), H.gradient(), W_x.gradient(), W_h.gradient(), np.zeros(len(h)))
@@ -196,3 +196,12 @@ def test_asking_dynet_for_the_gradients_earns_nothing():
 def test_a_backward_that_returns_the_wrong_form_is_refused():
     with pytest.raises(TypeError, match="tuple of 5 arrays"):
         backward_failing(lambda **args: ch02.reference_srnn_step_backward(**args)[:4])
+
+
+def test_rel_error_is_taken_over_the_array():
+    """One entry near 0 does not make an agreeing gradient fail (cs231n's entrywise ratio would)."""
+    from course.gradcheck import rel_error
+    assert rel_error([1.0, 1e-9], [1.0, 2e-9]) < 1e-8
+    assert rel_error([1.0, -2.0], [1.0, 2.0]) == pytest.approx(4 / 4)
+    with pytest.raises(ValueError, match="shapes"):
+        rel_error(np.zeros((2, 3)), np.zeros((3, 2)))

@@ -25,10 +25,11 @@ from __future__ import annotations
 import dynet as dy
 import numpy as np
 
-from autograder import probes as step_probes
 from autograder.probes import ch02_srnn as backward_probes
 from autograder.reference import steps
 from autograder.reference.grading import Check
+from course import gradcheck
+from course.gradcheck import rel_error
 
 SEED = 20261102
 LECTURE = ("02_srnn", "eq 44")
@@ -111,13 +112,6 @@ def reference_srnn_step_backward(dh, x, h_prev, h, W_xh, W_hh):
     return W_xh.T @ da, W_hh.T @ da, da @ x.T, da @ h_prev.T, da.sum(axis=1)
 
 
-def rel_error(a, b, eps: float = 1e-8) -> float:
-    """max |a - b| / max(|a| + |b|) over the entries (cs231n's relative error, taken over the
-    whole array: an entry near 0 does not blow it up)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return float(np.abs(a - b).max() / max(float((np.abs(a) + np.abs(b)).max()), eps))
-
-
 def _backward_slip(da=None, dh_prev=None, dW_hh=None, db_h=None):
     """The reference with one of the usual slips switched on (each argument: the slip's formula)."""
     def backward(dh, x, h_prev, h, W_xh, W_hh):
@@ -159,17 +153,8 @@ def backward_inputs() -> dict:
 
 
 def dynet_backward(case: dict) -> dict:
-    """DyNet's gradients of the loss sum(dh * h) for one step of eq 44: what ``srnn_step_backward``
-    must return, computed by DyNet's own backward pass."""
-    dy = step_probes.dynet()
-    pc, P, p = step_probes.parameters({k: case[k] for k in ("W_xh", "W_hh", "b_h")})
-    x, h_prev = (dy.inputTensor(case[k], batched=True) for k in ("x", "h_prev"))
-    h = dy.tanh(dy.affine_transform([p["b_h"], p["W_xh"], x, p["W_hh"], h_prev]))
-    loss = dy.sum_batches(dy.dot_product(dy.inputTensor(case["dh"], batched=True), h))
-    loss.forward()
-    loss.backward(full=True)        # full: the gradients of the inputs x and h_prev too
-    return {"dx": x.gradient().reshape(case["x"].shape), "dh_prev": h_prev.gradient().reshape(case["h_prev"].shape),
-            **{"d" + name: P[name].grad_as_array() for name in ("W_xh", "W_hh", "b_h")}}
+    """DyNet's gradients of one case: what ``srnn_step_backward`` must return."""
+    return gradcheck.dynet_srnn_gradients(**case)
 
 
 def backward_judge(part: tuple):
@@ -195,15 +180,22 @@ def backward_judge(part: tuple):
         if not wrong:
             return []
         for hint, slip, touches in BACKWARD_SLIPS:
-            if set(name for _, name, _, _ in wrong) <= set(touches) and all(
-                    rel_error(numbers[f"case{k}"][name], slip(**backward_probes.arguments(case))[backward_probes.OUTPUTS.index(name)])
-                    <= BACKWARD_REL_TOL for k, case in enumerate(inputs["cases"]) for name in part):
+            if {name for _, name, _, _ in wrong} <= set(touches) and _matches(numbers, inputs, slip, part):
                 return [hint]
         k, name, where, err = wrong[0]
         names = sorted({n for _, n, _, _ in wrong}, key=part.index)
-        return [f"{where}: {', '.join(names)} differ from DyNet's gradients (relative error of {name}: "
+        return [f"{where}: {', '.join(names)} {'differ' if len(names) > 1 else 'differs'} from DyNet's gradients (relative error of {name}: "
                 f"{err:.2g} > {BACKWARD_REL_TOL:g}); derive each through da = dh * (1 - h**2)"]
     return judge
+
+
+def _matches(numbers: dict, inputs: dict, backward, part: tuple) -> bool:
+    """Whether the student's gradients ``part`` are those of ``backward`` (a slip) in every case."""
+    for k, case in enumerate(inputs["cases"]):
+        theirs = dict(zip(backward_probes.OUTPUTS, backward(**backward_probes.arguments(case))))
+        if any(not rel_error(numbers[f"case{k}"][name], theirs[name]) <= BACKWARD_REL_TOL for name in part):
+            return False
+    return True
 
 
 def _shape_hint(name: str, got: tuple, want: tuple) -> str:
