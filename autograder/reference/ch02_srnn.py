@@ -161,8 +161,8 @@ def backward_judge(part: tuple):
     """The judge of the gradients ``part`` (names among dx, dh_prev, dW_xh, dW_hh, db_h)."""
     def judge(numbers: dict, inputs: dict) -> list[str]:
         if numbers.get("autodiff"):
-            return ["srnn_step_backward asks DyNet for the gradients (.backward(), .gradient()): the exercise "
-                    "is to write the chain rule by hand, in NumPy"]
+            return ["srnn_step_backward asks DyNet for the gradients (.backward(), .gradient(), or "
+                    "course.gradcheck, which calls them): the exercise is to write the chain rule by hand, in NumPy"]
         problems, wrong = [], []
         for k, case in enumerate(inputs["cases"]):
             d_in, batch = case["x"].shape
