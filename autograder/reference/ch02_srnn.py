@@ -95,7 +95,8 @@ CHECKS = [
 # Two checks, so that a slip costs the part it breaks: ``ch02.backward_inputs`` (dx, dh_prev) and
 # ``ch02.backward_params`` (dW_xh, dW_hh, db_h), each on three cases (batches of 7, 2 and 1,
 # d_in != d_h, so a transposed dW_xh shows in its shape) judged against DyNet's own gradients of
-# the same step by relative error (below); a known slip is named.
+# the same step by relative error (:func:`course.gradcheck.rel_error`); a known slip is named. A function
+# that reaches DyNet's own differentiation fails both (the probe watches what runs).
 
 BACKWARD_SEED = SEED + 10
 BACKWARD_SIZES = ((5, 4, 7), (3, 6, 2), (4, 3, 1))      # (d_in, d_h, batch)
@@ -184,7 +185,8 @@ def backward_judge(part: tuple):
                 return [hint]
         k, name, where, err = wrong[0]
         names = sorted({n for _, n, _, _ in wrong}, key=part.index)
-        return [f"{where}: {', '.join(names)} {'differ' if len(names) > 1 else 'differs'} from DyNet's gradients (relative error of {name}: "
+        verb = "differ" if len(names) > 1 else "differs"
+        return [f"{where}: {', '.join(names)} {verb} from DyNet's gradients (relative error of {name}: "
                 f"{err:.2g} > {BACKWARD_REL_TOL:g}); derive each through da = dh * (1 - h**2)"]
     return judge
 
@@ -206,8 +208,8 @@ def _shape_hint(name: str, got: tuple, want: tuple) -> str:
     return ""
 
 
-BACKWARD_ABOUT = ("one S-RNN step in three cases: (d_in, d_h, batch) = (5, 4, 7), (3, 6, 2), (4, 3, 1); random non-zero "
-                  "weights, inputs, h_prev and dh; judged against DyNet's gradients of sum(dh * h)")
+BACKWARD_ABOUT = ("one S-RNN step in three cases: (d_in, d_h, batch) = (5, 4, 7), (3, 6, 2), (4, 3, 1); random "
+                  "non-zero weights, inputs, h_prev and dh; judged against DyNet's gradients of sum(dh * h)")
 BACKWARD_PROBE = "autograder.probes.ch02_srnn:srnn_step_backward"
 CHECKS += [
     Check("ch02.backward_inputs", ("srnn_step_backward",), backward_inputs, BACKWARD_PROBE,
