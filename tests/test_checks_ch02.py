@@ -232,3 +232,27 @@ def test_rel_error_is_taken_over_the_array():
     assert rel_error([1.0, -2.0], [1.0, 2.0]) == pytest.approx(4 / 4)
     with pytest.raises(ValueError, match="shapes"):
         rel_error(np.zeros((2, 3)), np.zeros((3, 2)))
+
+
+def by_dynet_built_names(dh, x, h_prev, h, W_xh, W_hh):
+    """DyNet's backward with every differentiation name built at run time."""
+    dy.renew_cg()
+    W_x, W_h = dy.inputTensor(W_xh), dy.inputTensor(W_hh)
+    X, H = dy.inputTensor(x, batched=True), dy.inputTensor(h_prev, batched=True)
+    a = dy.cmult(W_x * X + W_h * H, dy.inputTensor(1 - h ** 2, batched=True))
+    getattr(dy.sum_batches(dy.dot_product(dy.inputTensor(dh, batched=True), a)), "back" + "ward")(full=True)
+    grad = [getattr(e, "grad" + "ient")() for e in (X, H, W_x, W_h)]
+    return (grad[0].reshape(x.shape), grad[1].reshape(h_prev.shape), grad[2], grad[3],
+            (dh * (1 - h ** 2)).sum(axis=1))
+
+
+def test_dynet_reached_by_built_names_is_caught_where_its_methods_are_c_functions():
+    """dyNET38 2.1's methods are C functions, whose calls a profile hook sees; 2.2's are Cython
+    functions, which it does not: there this route is the gap autograder/README.md's threat
+    table names, and the function is judged on its numbers alone."""
+    import types
+    found = backward_failing(by_dynet_built_names)
+    if isinstance(dy.Expression.backward, types.MethodDescriptorType):
+        assert set(found) == set(BACKWARD) and all("asks DyNet" in f[0] for f in found.values()), found
+    else:
+        assert found == {}, found
