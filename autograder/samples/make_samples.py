@@ -335,6 +335,34 @@ def horizontal_step(step, p, x, state):
 """
 HORIZONTAL_RIGHT = HORIZONTAL.replace("{added}", "state[0]")
 HORIZONTAL_ADDS_INPUT = HORIZONTAL.replace("{added}", "x")        # the lateral residual's x_t, not h_{t-1}
+SRNN = HEADER + """
+def rnn_step(p, x, state):
+    (h_prev,) = state
+    return (dy.tanh(p["W_xh"] * x + p["W_hh"] * h_prev + p["b_h"]),)
+"""
+BACKWARD = """import numpy as np
+
+
+def srnn_step_backward(dh, x, h_prev, h, W_xh, W_hh):
+    da = dh * (1 - h ** 2)
+    return W_xh.T @ da, W_hh.T @ da, da @ x.T, {dW_hh}, da.sum(axis=1)
+"""
+BACKWARD_RIGHT = BACKWARD.replace("{dW_hh}", "da @ h_prev.T")
+BACKWARD_DW_HH_TRANSPOSED = BACKWARD.replace("{dW_hh}", "h_prev @ da.T")
+BACKWARD_BY_DYNET = """import numpy as np
+from course import gradcheck
+
+
+def srnn_step_backward(dh, x, h_prev, h, W_xh, W_hh):
+    # the course's DyNet gradients, one sentence at a time, the bias recovered from h
+    helper = getattr(gradcheck, "dynet_srnn" + "_gradients")
+    parts = []
+    for b in range(x.shape[1]):
+        b_h = np.arctanh(h[:, b]) - W_xh @ x[:, b] - W_hh @ h_prev[:, b]
+        parts.append(helper(dh[:, b:b + 1], x[:, b:b + 1], h_prev[:, b:b + 1], W_xh, W_hh, b_h))
+    return (np.hstack([p["dx"] for p in parts]), np.hstack([p["dh_prev"] for p in parts]),
+            sum(p["dW_xh"] for p in parts), sum(p["dW_hh"] for p in parts), sum(p["db_h"] for p in parts))
+"""
 #: words a student's record (reason, notes, grade CSV) must never hold
 ABSENT = {"forged_frames": ["HYPERLINK", "not confined", "regrade by hand"],
           '=HYPERLINK("evil.example","x")': []}
@@ -428,6 +456,14 @@ STUDENTS = {
     "horizontal_adds_input": ("07_stacked_residual",
                               {"stacked_step": STACKED, "horizontal_step": HORIZONTAL_ADDS_INPUT},
                               {"stacked_step": RIGHT, "horizontal_step": WRONG}, {}, ["graded"], None, None),
+    "backward_correct": ("02_srnn", {"rnn_step": SRNN, "srnn_step_backward": BACKWARD_RIGHT},
+                         {"rnn_step": RIGHT, "srnn_step_backward": RIGHT}, {}, ["graded"], None, None),
+    "backward_dW_hh_transposed": ("02_srnn", {"rnn_step": SRNN, "srnn_step_backward": BACKWARD_DW_HH_TRANSPOSED},
+                                  {"rnn_step": RIGHT, "srnn_step_backward": WRONG}, {"ch02.backward_inputs": True},
+                                  ["graded"], "dW_hh is transposed", None),
+    "backward_by_dynet": ("02_srnn", {"rnn_step": SRNN, "srnn_step_backward": BACKWARD_BY_DYNET},
+                          {"rnn_step": RIGHT, "srnn_step_backward": WRONG}, {}, ["graded"],
+                          "asks DyNet for the gradients", None),
     '=HYPERLINK("evil.example","x")': ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"],
                                        "student folder", None),
 }
