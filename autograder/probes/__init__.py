@@ -17,6 +17,8 @@ under the same rule. For step functions the work is split in three:
 from __future__ import annotations
 
 import importlib
+import sys
+import threading
 
 import numpy as np
 
@@ -154,6 +156,67 @@ def step(functions: dict, inputs: dict) -> dict:
     and note whether it hands the work to DyNet's fused LSTM operations."""
     fn = functions[inputs["function"]]
     return {**run_step(fn, inputs), "fused": float(bool(set(FUSED) & names_used(fn)))}
+
+
+# ------------------------------------------------------------------ "write it yourself"
+# Chapters 02, 03 and 06 grade a function the course itself also implements (the release ships it).
+# Judged by what runs, not by names: while the student's function runs, the course's helpers refuse
+# to work, whatever route reaches them (an alias, getattr, importlib, a partial, another course
+# function that calls them), and a profile hook notes any run of their code, also as a copy made
+# from their code object. Undoing the defence counts as reaching them: the hook removed or replaced
+# (even if put back: the hook sees the call of sys.setprofile), a helper's code restored, or a thread
+# started (a raw ``_thread`` thread runs without the hook; the student's function needs none).
+# Each probe takes its helpers' code objects when the sandbox loads it, before student code runs,
+# and converts what the function returned inside ``call``: an object whose ``__array__`` ran later
+# would run after the helpers are restored.
+THREAD_STARTS = ("start_new_thread", "start_new", "start_joinable_thread")
+
+
+def _same_program(code, codes) -> bool:
+    """``code`` is one of ``codes`` or a copy of one (the same program, under any name or line)."""
+    return any(code is c or (code.co_code, code.co_consts, code.co_names) == (c.co_code, c.co_consts, c.co_names)
+               for c in codes)
+
+
+def run_refusing(call, helpers, helper_codes, refusal, c_call=None):
+    """``(call()'s result or None, whether it reached a helper)``. While ``call`` runs, each function of
+    ``helpers`` runs ``refusal``'s code instead of its own (``helper_codes``, taken before student code
+    ran), and a profile hook notes any run of a helper's or the refusal's code, any C function for
+    which ``c_call(function)`` is true, and what undoes the defence. A refusal the student's code met
+    counts as reaching the helper; any other error of the student's is raised."""
+    watched = tuple(helper_codes) + (refusal.__code__,)
+    reached = []
+
+    def hook(frame, event, arg):
+        if event == "call" and _same_program(frame.f_code, watched):
+            reached.append(frame.f_code.co_name)
+        elif event == "c_call" and (arg is sys.setprofile or (c_call is not None and c_call(arg))
+                                    or (getattr(arg, "__module__", None) == "_thread"
+                                        and getattr(arg, "__name__", "") in THREAD_STARTS)):
+            reached.append(getattr(arg, "__name__", "?"))
+
+    saved_profile, saved_thread_profile = sys.getprofile(), threading.getprofile()
+    for helper in helpers:
+        helper.__code__ = refusal.__code__
+    sys.setprofile(hook)
+    threading.setprofile(hook)
+    result = error = None
+    try:
+        try:
+            result = call()
+        except Exception as err:            # the refusal, or the student's own error: decided below
+            error = err
+        intact = (sys.getprofile() is hook and threading.getprofile() is hook
+                  and all(h.__code__ is refusal.__code__ for h in helpers))
+        seen = bool(reached)                # before the restoring sys.setprofile below is noted
+    finally:
+        sys.setprofile(saved_profile)
+        threading.setprofile(saved_thread_profile)
+        for helper, code in zip(helpers, helper_codes):
+            helper.__code__ = code
+    if error is not None and intact and not seen:
+        raise error
+    return result, seen or not intact
 
 
 def to_arrays(numbers, prefix: str = "") -> dict:

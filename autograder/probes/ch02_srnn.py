@@ -8,11 +8,10 @@ here from them (eq 44 in NumPy), so the student gets the h of the very numbers i
 from __future__ import annotations
 
 import dis
-import sys
-import threading
 
 import numpy as np
 
+from autograder.probes import run_refusing
 from course import gradcheck
 
 OUTPUTS = ("dx", "dh_prev", "dW_xh", "dW_hh", "db_h")
@@ -21,7 +20,8 @@ OUTPUTS = ("dx", "dh_prev", "dW_xh", "dW_hh", "db_h")
 # Judged three ways, as chapter 06's probe judges "write the padding yourself":
 # * by what runs, for the course's helper (course.gradcheck.dynet_srnn_gradients, the exercise's
 #   own check): while the student's function runs it refuses to work and a profile hook notes any
-#   run of its code, whatever route reaches it (getattr, an alias, a copy of its code object);
+#   run of its code, whatever route reaches it (getattr, an alias, a copy of its code object):
+#   autograder.probes.run_refusing;
 # * by what runs, for DyNet's methods where they are C functions (dyNET38 2.1): the same hook sees
 #   their calls as "c_call" events, whatever route reaches them. On 2.2 they are Cython functions,
 #   which a profile hook does not see;
@@ -35,12 +35,6 @@ HELPER_CODE = HELPER.__code__                  # taken when the sandbox loads th
 
 def _refused(*args, **kwargs):
     raise RuntimeError("course.gradcheck cannot be used in srnn_step_backward: write the gradients by hand")
-
-
-def _is_helper(code) -> bool:
-    """The helper's code, its refusal, or a copy of either (the same program)."""
-    return any(code is c or (code.co_code, code.co_consts, code.co_names) == (c.co_code, c.co_consts, c.co_names)
-               for c in (HELPER_CODE, _refused.__code__))
 
 
 def _is_dynet_autodiff(function) -> bool:
@@ -68,36 +62,13 @@ def attributes_read(fn, depth: int = 3) -> set:
     return found
 
 
-def run_without_autodiff(fn, args: dict):
-    """``(fn(**args), whether it reached DyNet's differentiation)``; a refusal it met (and did not
-    catch) is counted as reaching it, and any other error of the student's is raised."""
+def run_without_autodiff(fn, args: dict, convert=lambda result: result):
+    """``(convert(fn(**args)), whether it reached DyNet's differentiation)``; a refusal it met (and
+    did not catch) is counted as reaching it, and any other error of the student's is raised.
+    ``convert`` runs while the helper still refuses (what it reads of the result may be the student's code)."""
     if set(AUTODIFF + ("dynet_srnn_gradients",)) & attributes_read(fn):
         return None, True
-    reached = []
-
-    def hook(frame, event, arg):
-        if (event == "call" and _is_helper(frame.f_code)) or (event == "c_call" and _is_dynet_autodiff(arg)):
-            reached.append(event)
-        return hook
-
-    saved_profile, saved_thread_profile = sys.getprofile(), threading.getprofile()
-    HELPER.__code__ = _refused.__code__
-    sys.setprofile(hook)
-    threading.setprofile(hook)
-    result = error = None
-    try:
-        try:
-            result = fn(**args)
-        except Exception as err:             # the refusal, or the student's own error: decided below
-            error = err
-        intact = sys.getprofile() is hook and HELPER.__code__ is _refused.__code__
-    finally:
-        sys.setprofile(saved_profile)
-        threading.setprofile(saved_thread_profile)
-        HELPER.__code__ = HELPER_CODE
-    if error is not None and intact and not reached:
-        raise error
-    return result, bool(reached) or not intact
+    return run_refusing(lambda: convert(fn(**args)), (HELPER,), (HELPER_CODE,), _refused, c_call=_is_dynet_autodiff)
 
 
 def arguments(case: dict) -> dict:
@@ -113,7 +84,7 @@ def as_gradients(result) -> dict:
         raise TypeError(f"srnn_step_backward must return a tuple of {len(OUTPUTS)} arrays "
                         f"({', '.join(OUTPUTS)}), got {type(result).__name__}")
     try:
-        return {name: np.asarray(value, dtype=float) for name, value in zip(OUTPUTS, result)}
+        return {name: np.array(value, dtype=float) for name, value in zip(OUTPUTS, result)}   # copies
     except (TypeError, ValueError):
         raise TypeError(f"srnn_step_backward must return NumPy arrays ({', '.join(OUTPUTS)})") from None
 
@@ -125,8 +96,8 @@ def srnn_step_backward(functions: dict, inputs: dict) -> dict:
     fn, out = functions["srnn_step_backward"], {}
     for k, case in enumerate(inputs["cases"]):
         args = {name: np.array(value, dtype=float) for name, value in arguments(case).items()}   # copies
-        result, reached = run_without_autodiff(fn, args)
+        gradients, reached = run_without_autodiff(fn, args, as_gradients)
         if reached:
             return {"autodiff": 1.0}
-        out[f"case{k}"] = as_gradients(result)
+        out[f"case{k}"] = gradients
     return {**out, "autodiff": 0.0}

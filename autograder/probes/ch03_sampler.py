@@ -11,6 +11,35 @@ import warnings
 
 import numpy as np
 
+from autograder.probes import run_refusing
+from course import lm
+
+# "Write the distribution yourself", judged by what runs (autograder.probes.run_refusing): while the
+# student's function runs, the course's sampler refuses to work, by any route. Everything in
+# `course` that computes a tempered, top-k or top-p distribution goes through lm._tempered: lm.sample
+# calls it, and the command line's `sample` and `judge-samples` (course/__main__.py) call lm.sample;
+# course.judge only reads what lm.sample drew. lm.sample is refused too, so that the plain call meets
+# the refusal at once. Their code objects are taken here, when the sandbox loads the probes.
+HELPERS = (lm._tempered, lm.sample)
+HELPER_CODE = tuple(f.__code__ for f in HELPERS)
+
+
+def _refused(*args, **kwargs):
+    raise RuntimeError("course.lm's sampler cannot be used in next_token_distribution: "
+                       "write the distribution yourself")
+
+
+class _Reached(Exception):
+    """Stops lm.sample in :func:`draws` once the student's function reached the course's sampler."""
+
+
+def _own_distribution(fn, scores, temperature, top_k, top_p):
+    """``(fn(scores, ...) as a new float array, whether it reached the course's sampler)``; the
+    array is made while the sampler still refuses (an ``__array__`` of the student's runs then)."""
+    return run_refusing(lambda: _quietly(lambda: np.array(fn(scores, temperature=temperature, top_k=top_k,
+                                                                top_p=top_p), dtype=float)),
+                        HELPERS, HELPER_CODE, _refused)
+
 
 def _quietly(call):
     """Run call(); NumPy warnings (exp overflow, 0/0) must not reach the cell's stderr."""
@@ -21,20 +50,20 @@ def _quietly(call):
 
 def distributions(functions: dict, inputs: dict) -> dict:
     """``next_token_distribution(scores, temperature=, top_k=, top_p=)`` on each case, as
-    ``values[str(k)]`` (a vector, or whatever shape it returned)."""
+    ``values[str(k)]`` (a vector, or whatever shape it returned); or, when it reached the course's
+    sampler by any route, only ``calls_course_sampler``."""
     fn = functions["next_token_distribution"]
     values = {}
     for k, case in enumerate(inputs["cases"]):
         scores = np.array(case["scores"], dtype=float)
-        got = _quietly(lambda: fn(scores, temperature=case["temperature"], top_k=case["top_k"],
-                                  top_p=case["top_p"]))
-        values[str(k)] = np.asarray(got, dtype=float)
-    return {"values": values}
+        values[str(k)], reached = _own_distribution(fn, scores, case["temperature"], case["top_k"], case["top_p"])
+        if reached:
+            return {"calls_course_sampler": 1.0}
+    return {"values": values, "calls_course_sampler": 0.0}
 
 
 def fixed_model(inputs: dict):
     """The small S-RNN language model of the draws, every parameter from the inputs' seed."""
-    from course import lm
     from course.data import Vocab
     model = lm.RNNLM(Vocab(inputs["vocab"]), "srnn", inputs["size"], inputs["size"])
     rng = np.random.default_rng(inputs["model_seed"])
@@ -47,17 +76,22 @@ def fixed_model(inputs: dict):
 
 def draws(functions: dict, inputs: dict) -> dict:
     """Sentences that ``lm.sample`` draws from the fixed model with the student's distribution,
-    for each setting: token ids (-1 after the end) and log-probabilities."""
-    from course import lm
+    for each setting: token ids (-1 after the end) and log-probabilities; or, when the student's
+    function reached the course's sampler by any route, only ``calls_course_sampler``."""
     fn = functions["next_token_distribution"]
     model = fixed_model(inputs)
     out = {}
     for k, (temperature, top_k, top_p) in enumerate(inputs["settings"]):
         def distribution(scores, temperature=temperature, top_k=top_k, top_p=top_p):
-            return fn(scores, temperature=temperature, top_k=top_k, top_p=top_p)
+            probs, reached = _own_distribution(fn, scores, temperature, top_k, top_p)
+            if reached:
+                raise _Reached
+            return probs
         try:
             drawn = _quietly(lambda: lm.sample(model, n=inputs["n"], seed=inputs["seed"] + k,
                                                max_length=inputs["max_length"], distribution=distribution))
+        except _Reached:
+            return {"calls_course_sampler": 1.0}
         except ValueError as e:
             if "distribution must return" not in str(e):     # lm.sample's refusal; the rest is the student's
                 raise
@@ -68,4 +102,4 @@ def draws(functions: dict, inputs: dict) -> dict:
             ids[j, :len(s.tokens)] = [model.vocab.index(t) for t in s.tokens]
         out[str(k)] = {"refused": 0.0, "ids": ids, "logprobs": np.array([s.logprob for s in drawn]),
                        "finished": np.array([float(s.finished) for s in drawn])}
-    return {"draws": out}
+    return {"draws": out, "calls_course_sampler": 0.0}

@@ -6,20 +6,16 @@ inputs come from :mod:`autograder.reference.ch06_minibatching`.
 """
 from __future__ import annotations
 
-import sys
-import threading
-
 import numpy as np
 
+from autograder.probes import run_refusing
 from course import data
 
 # -------------------------------------------------------------------------- pad_batch
-# "Write the padding yourself" is judged by what runs, not by names: while the student's pad_batch
-# is probed, the course's padding helpers (make_batches pads through make_batch; nothing else in
-# `course` pads) refuse to work, whatever route reaches them (an alias, getattr, importlib, a
-# partial, a helper of the course that calls them), and a profile hook notes any run of their
-# code, also as a copy made with their code object. Their code objects are taken here, when the
-# sandbox loads the probes, before any student code runs.
+# "Write the padding yourself", judged by what runs (autograder.probes.run_refusing): while the
+# student's pad_batch is probed, the course's padding helpers (make_batches pads through make_batch;
+# nothing else in `course` pads) refuse to work. Their code objects are taken here, when the sandbox
+# loads the probes, before any student code runs.
 HELPERS = (data.make_batch, data.make_batches)
 HELPER_CODE = tuple(f.__code__ for f in HELPERS)
 
@@ -29,48 +25,14 @@ def _refused(*args, **kwargs):
                        "write the padding yourself")
 
 
-def _is_helper(code) -> bool:
-    """The code of a course padding helper, its refusal, or a copy of either (same program)."""
-    return any(code is c or (code.co_code, code.co_consts, code.co_names) == (c.co_code, c.co_consts, c.co_names)
-               for c in HELPER_CODE + (_refused.__code__,))
-
-
 def run_without_course_batching(call):
-    """``(call()'s result or None, whether it reached the course's padding)``: the course's helpers
-    refuse to work while ``call`` runs and a profile hook notes each run of their code. A submission
-    that undoes either (restores the code, removes the hook) is counted as having reached them."""
-    reached = []
-
-    def hook(frame, event, arg):
-        if event == "call" and _is_helper(frame.f_code):
-            reached.append(frame.f_code.co_name)
-        return hook
-
-    saved_profile, saved_thread_profile = sys.getprofile(), threading.getprofile()
-    for helper in HELPERS:
-        helper.__code__ = _refused.__code__
-    sys.setprofile(hook)
-    threading.setprofile(hook)
-    result = error = None
-    try:
-        try:
-            result = call()
-        except Exception as err:            # the refusal, or the student's own error: decided below
-            error = err
-        intact = sys.getprofile() is hook and all(h.__code__ is _refused.__code__ for h in HELPERS)
-    finally:
-        sys.setprofile(saved_profile)
-        threading.setprofile(saved_thread_profile)
-        for helper, code in zip(HELPERS, HELPER_CODE):
-            helper.__code__ = code
-    if error is not None and intact and not reached:
-        raise error
-    return result, bool(reached) or not intact
+    """``(call()'s result or None, whether it reached the course's padding)``."""
+    return run_refusing(call, HELPERS, HELPER_CODE, _refused)
 
 
 def _time_major(value, what: str):
     try:
-        array = np.asarray(value, dtype=float)
+        array = np.array(value, dtype=float)        # a copy: nothing of the student's is read later
     except (TypeError, ValueError):
         raise TypeError(f"pad_batch: {what} must be a list of time steps, each a list with one "
                         "number per sentence (all steps the same length)") from None
@@ -79,22 +41,25 @@ def _time_major(value, what: str):
     return array
 
 
+def _tables(result) -> dict:
+    """What pad_batch returned as plain arrays (converted while the helpers still refuse)."""
+    if not isinstance(result, tuple) or len(result) != 3:
+        raise TypeError("pad_batch must return a tuple (inputs, targets, masks)")
+    tables = {name: _time_major(value, name) for name, value in zip(("inputs", "targets", "masks"), result)}
+    mask_values = [m for step in result[2] for m in step]
+    return {**tables, "masks_are_float": float(all(isinstance(m, (float, np.floating)) for m in mask_values))}
+
+
 def pad_batch(functions: dict, inputs: dict) -> dict:
     """``pad_batch(sentences, vocab)`` on the grader's sentences: the three tables as
     ``(T, B)`` arrays and whether the masks hold floats; or, when it reached the course's own
     make_batch by any route, only that."""
     fn = functions["pad_batch"]
     vocab = data.Vocab(inputs["tokens"])
-    result, reached = run_without_course_batching(lambda: fn([list(s) for s in inputs["sentences"]], vocab))
+    tables, reached = run_without_course_batching(lambda: _tables(fn([list(s) for s in inputs["sentences"]], vocab)))
     if reached:
         return {"calls_course_batching": 1.0}
-    if not isinstance(result, tuple) or len(result) != 3:
-        raise TypeError("pad_batch must return a tuple (inputs, targets, masks)")
-    tables = {name: _time_major(value, name) for name, value in zip(("inputs", "targets", "masks"), result)}
-    mask_values = [m for step in result[2] for m in step]
-    return {**tables,
-            "masks_are_float": float(all(isinstance(m, (float, np.floating)) for m in mask_values)),
-            "calls_course_batching": 0.0}
+    return {**tables, "calls_course_batching": 0.0}
 
 
 # -------------------------------------------------------------------------- masked_batch_nll

@@ -20,7 +20,9 @@ decreasing order), so the kept set is always exactly defined. Two checks:
 * ``ch03.sampler_draws``: sentences drawn by ``lm.sample`` from a fixed small model with
   the student's distribution and a seed must be those the reference's distribution gives.
 
-The judge names the usual slips (:data:`HINTS`) by computing them too.
+The judge names the usual slips (:data:`HINTS`) by computing them too. A function that reaches
+the course's own sampler (``course.lm._tempered`` or ``lm.sample``, by any route: see
+:mod:`autograder.probes.ch03_sampler`) fails both checks with :data:`COURSE_SAMPLER`.
 """
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ SEED = 20261127
 ATOL = 1e-6            # probabilities: max abs difference (any order of sums; float32 arithmetic passes too)
 LECTURE = ("03_lstm", "8 · Your own sampler: temperature, top-k and nucleus")
 VISIBLE = "next_token_distribution_tests"
+COURSE_SAMPLER = ("next_token_distribution reaches course.lm's own sampler (lm._tempered or lm.sample, "
+                  "by whatever name): write the distribution yourself; course.lm's sampler cannot be used")
 
 
 def distribution(scores, temperature=1.0, top_k=None, top_p=None, *, after_softmax=False, k_shift=0,
@@ -168,6 +172,8 @@ def _case_text(case) -> str:
 
 def judge_distributions(numbers: dict, inputs: dict) -> list[str]:
     """The first wrong case, and the slip that explains every wrong case when one does."""
+    if float(numbers["calls_course_sampler"]):
+        return [COURSE_SAMPLER]
     wrong, variants = [], {name: [] for name in HINTS}
     for k, case in enumerate(inputs["cases"]):
         got = np.asarray(numbers["values"][str(k)], dtype=float)
@@ -228,6 +234,8 @@ def reference_draws(inputs: dict) -> dict:
 
 
 def judge_draws(numbers: dict, inputs: dict) -> list[str]:
+    if float(numbers["calls_course_sampler"]):
+        return [COURSE_SAMPLER]
     want = reference_draws(inputs)
     for k, (temperature, top_k, top_p) in enumerate(inputs["settings"]):
         got = numbers["draws"][str(k)]
