@@ -259,3 +259,143 @@ def test_lm_sample_breaks_ties_as_the_exercise_does():
     logp = lm._tempered(scores, 1, top_k=2, top_p=None)[:, 0]
     assert np.isfinite(logp).tolist() == [False, False, True, True, False, False]     # id 4 ties id 3: cut
     assert np.exp(logp) == pytest.approx(sampler(np.where(np.arange(6) == 1, -np.inf, scores[:, 0]), top_k=2))
+
+
+# --------------------------------------------------------------------------- the course's own sampler
+
+def _by_course(tempered):
+    """The brief's attack: the scores as one column with an extra -inf entry as ``<s>``, handed
+    to course.lm's tempered softmax (however it was reached), that entry stripped again."""
+    def fn(scores, temperature=1.0, top_k=None, top_p=None):
+        column = np.append(np.asarray(scores, dtype=float), -np.inf)[:, None] / temperature
+        return np.exp(tempered(column, len(column) - 1, top_k, top_p)[:-1, 0])
+    return fn
+
+
+def _direct(scores, temperature=1.0, top_k=None, top_p=None):
+    from course import lm
+    return _by_course(lm._tempered)(scores, temperature, top_k, top_p)
+
+
+def _by_getattr(scores, temperature=1.0, top_k=None, top_p=None):
+    import importlib
+    tempered = getattr(importlib.import_module("course.lm"), "_temp" + "ered")
+    return _by_course(tempered)(scores, temperature, top_k, top_p)
+
+
+def _by_alias():
+    from course import lm
+    return _by_course(lm._tempered)          # taken when the answer cell ran, before the probe
+
+
+def _by_code_copy():
+    import types
+    from course import lm
+    return _by_course(types.FunctionType(lm._tempered.__code__, vars(lm), "mine"))
+
+
+def _by_lm_sample(scores, temperature=1.0, top_k=None, top_p=None):
+    """lm.sample asked first (here on a model of its own); its refusal caught, the own sampler after."""
+    from course import lm
+    from course.data import Vocab
+    try:
+        lm.sample(lm.RNNLM(Vocab(["<unk>", "<s>", "</s>", "a"]), "srnn", 2, 2), n=1, temperature=temperature, top_k=top_k, top_p=top_p)
+    except RuntimeError:
+        pass
+    return sampler(scores, temperature, top_k, top_p)
+
+
+def _restores_the_code():
+    from course import lm
+    saved = lm._tempered.__code__
+
+    def restoring(scores, temperature=1.0, top_k=None, top_p=None):
+        lm._tempered.__code__ = saved
+        return _direct(scores, temperature, top_k, top_p)
+    return restoring
+
+
+def _hook_removed_and_put_back():
+    copy = _by_code_copy()
+
+    def unhooked(scores, temperature=1.0, top_k=None, top_p=None):
+        import sys
+        hook = sys.getprofile()
+        sys.setprofile(None)
+        try:
+            return copy(scores, temperature, top_k, top_p)
+        finally:
+            sys.setprofile(hook)
+    return unhooked
+
+
+def _in_a_raw_thread():
+    """A copy run in a ``_thread`` thread, which starts without the profile hook."""
+    copy = _by_code_copy()
+
+    def threaded(scores, temperature=1.0, top_k=None, top_p=None):
+        import _thread
+        done, out = _thread.allocate_lock(), []
+        done.acquire()
+        _thread.start_new_thread(lambda: (out.append(copy(scores, temperature, top_k, top_p)), done.release()), ())
+        done.acquire()
+        return out[0]
+    return threaded
+
+
+def _lazy_array():
+    """An object whose ``__array__`` asks the course only when the grader reads it (once the
+    function has returned, were the helpers whole again then)."""
+    def lazy(scores, temperature=1.0, top_k=None, top_p=None):
+        class Later:
+            def __array__(self, dtype=None):
+                return np.asarray(_direct(scores, temperature, top_k, top_p), dtype=dtype)
+        return Later()
+    return lazy
+
+
+COURSE_ROUTES = {"direct": _direct, "getattr-importlib": _by_getattr, "alias": _by_alias(),
+                 "code-copy": _by_code_copy(), "lm.sample": _by_lm_sample, "restores-code": _restores_the_code(),
+                 "hook-removed-and-put-back": _hook_removed_and_put_back(), "raw-thread": _in_a_raw_thread(),
+                 "lazy-__array__": _lazy_array()}
+
+
+@pytest.mark.parametrize("name", sorted(COURSE_ROUTES))
+def test_the_course_sampler_by_any_route_fails_both_checks(name):
+    """The course ships its own sampler (course.lm._tempered, lm.sample): a function that reaches it,
+    by whatever route, fails both checks with the rule, though its numbers are right."""
+    import sys
+    import threading
+    from autograder.probes import ch03_sampler as probe
+    from autograder.reference.ch03_sampler import COURSE_SAMPLER, distribution
+    from course import lm
+    route = COURSE_ROUTES[name]
+    for case in all_checks()[DISTRIBUTION].make_inputs()["cases"][:9]:       # right numbers outside the probe
+        args = (case["scores"], case["temperature"], case["top_k"], case["top_p"])
+        assert np.asarray(route(*args), dtype=float) == pytest.approx(distribution(*args), abs=1e-6), name
+    found = sampler_problems(route)
+    assert found == {DISTRIBUTION: [COURSE_SAMPLER], DRAWS: [COURSE_SAMPLER]}, found
+    assert "write the distribution yourself; course.lm's sampler cannot be used" in COURSE_SAMPLER
+    assert (lm._tempered.__code__, lm.sample.__code__) == probe.HELPER_CODE       # whole again afterwards
+    assert sys.getprofile() is None and threading.getprofile() is None
+
+
+def test_the_course_sampler_asked_only_inside_lm_sample_fails_the_draws():
+    """A function that is honest when called alone but asks the course when lm.sample calls it."""
+    import inspect
+
+    def two_faced(scores, temperature=1.0, top_k=None, top_p=None):
+        if any(f.function == "sample" for f in inspect.stack()):
+            return _direct(scores, temperature, top_k, top_p)
+        return sampler(scores, temperature, top_k, top_p)
+    from autograder.reference.ch03_sampler import COURSE_SAMPLER
+    assert sampler_problems(two_faced) == {DRAWS: [COURSE_SAMPLER]}
+
+
+def test_a_student_error_inside_the_guard_is_still_the_students():
+    """The refusal window does not swallow an honest mistake: the error reaches the student."""
+    def broken(scores, temperature=1.0, top_k=None, top_p=None):
+        raise ZeroDivisionError("mine")
+    with pytest.raises(ZeroDivisionError, match="mine"):
+        from autograder.probes import ch03_sampler as probe
+        probe.distributions({"next_token_distribution": broken}, all_checks()[DISTRIBUTION].make_inputs())
