@@ -86,6 +86,16 @@ def next_token_distribution(scores, temperature=1.0, top_k=None, top_p=None):
 """
 SAMPLER_RIGHT = SAMPLER.replace("{kept}", "np.searchsorted(total, top_p) + 1")
 SAMPLER_NO_CROSSING = SAMPLER.replace("{kept}", "np.searchsorted(total, top_p)")   # the crossing token cut
+SAMPLER_BY_COURSE = """import numpy as np
+from course import lm
+
+
+def next_token_distribution(scores, temperature=1.0, top_k=None, top_p=None):
+    # the course's own sampler: one column, an extra -inf entry as <s>, that entry stripped again
+    tempered = getattr(lm, "_temp" + "ered")
+    column = np.append(np.asarray(scores, dtype=float), -np.inf)[:, None] / temperature
+    return np.exp(tempered(column, len(column) - 1, top_k, top_p)[:-1, 0])
+"""
 INIT = "import numpy as np\n\n\ndef lstm_init(name, shape, forget_bias=1.0):\n{body}\n"
 INIT_RIGHT = INIT.replace("{body}", '    return np.full(shape, float(forget_bias)) if name == "b_f" else None')
 INIT_MISSING = INIT.replace("{body}", "    return None   # forgot the forget bias")
@@ -451,6 +461,9 @@ STUDENTS = {
                       {"lstm_step": RIGHT, "next_token_distribution": RIGHT}, {}, ["graded"], None, None),
     "sampler_no_crossing": ("03_lstm", {"lstm_step": LSTM_NO_FORGET, "next_token_distribution": SAMPLER_NO_CROSSING},
                             {"lstm_step": RIGHT, "next_token_distribution": WRONG}, {}, ["graded"], None, None),
+    "sampler_by_course": ("03_lstm", {"lstm_step": LSTM_NO_FORGET, "next_token_distribution": SAMPLER_BY_COURSE},
+                          {"lstm_step": RIGHT, "next_token_distribution": WRONG}, {}, ["graded"],
+                          "write the distribution yourself", None),
     "residuals_correct": ("07_stacked_residual", {"stacked_step": STACKED, "horizontal_step": HORIZONTAL_RIGHT},
                           {"stacked_step": RIGHT, "horizontal_step": RIGHT}, {}, ["graded"], None, None),
     "horizontal_adds_input": ("07_stacked_residual",
