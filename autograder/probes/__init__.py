@@ -165,11 +165,14 @@ def step(functions: dict, inputs: dict) -> dict:
 # function that calls them), and a profile hook notes any run of their code, also as a copy made
 # from their code object. Undoing the defence counts as reaching them: the hook removed or replaced
 # (even if put back: the hook sees the call of sys.setprofile), a helper's code restored, or a thread
-# started (a raw ``_thread`` thread runs without the hook; the student's function needs none).
+# or process started (a raw ``_thread`` thread runs without the hook, a forked process undoes it
+# unseen and sends the numbers back; the student's function needs neither).
 # Each probe takes its helpers' code objects when the sandbox loads it, before student code runs,
 # and converts what the function returned inside ``call``: an object whose ``__array__`` ran later
 # would run after the helpers are restored.
-THREAD_STARTS = ("start_new_thread", "start_new", "start_joinable_thread")
+STARTS = {"_thread": ("start_new_thread", "start_new", "start_joinable_thread"),       # C module -> functions
+          "posix": ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"),
+          "_posixsubprocess": ("fork_exec",)}
 
 
 def _same_program(code, codes) -> bool:
@@ -191,8 +194,7 @@ def run_refusing(call, helpers, helper_codes, refusal, c_call=None):
         if event == "call" and _same_program(frame.f_code, watched):
             reached.append(frame.f_code.co_name)
         elif event == "c_call" and (arg is sys.setprofile or (c_call is not None and c_call(arg))
-                                    or (getattr(arg, "__module__", None) == "_thread"
-                                        and getattr(arg, "__name__", "") in THREAD_STARTS)):
+                                    or getattr(arg, "__name__", "") in STARTS.get(getattr(arg, "__module__", None), ())):
             reached.append(getattr(arg, "__name__", "?"))
 
     saved_profile, saved_thread_profile = sys.getprofile(), threading.getprofile()
