@@ -14,7 +14,7 @@ with the state carried), against the grammar's exact floor, and on the agreement
 ``<s>``, so its models score a pair from ``</s>``'s embedding). It writes bench/results/tbptt.md
 and bench/results/tbptt.json, which lecture 06 reads.
 
-    python bench/tbptt.py                           # about 10 minutes on one core
+    python bench/tbptt.py                           # about 5 minutes (10 runs, one at a time)
     python bench/tbptt.py --max-tokens 20000 --seeds 1 --out /tmp/tbptt   # a quick look
 """
 from __future__ import annotations
