@@ -10,8 +10,9 @@ an epoch reads them in segments of ``bptt`` steps, in order, and each segment st
 from the state the previous one ended with (its values, not its graph: the gradient
 stops at the segment's start, truncated backpropagation through time). The state is
 reset at the start of each epoch; with ``reset_state`` at the start of every segment
-too (nothing carried: what the carried state adds, measured by bench/tbptt.py). Held-out text is scored the same way, as one
-stream of one row, so every word sees its whole history (:func:`stream_perplexity`).
+too (nothing carried: what the carried state adds, measured by bench/tbptt.py).
+Held-out text is scored the same way, as one stream of one row, so every word sees
+its whole history (:func:`stream_perplexity`).
 
 Both give :func:`course.lm.train` what it needs: ``len(source)`` batches an epoch,
 ``source.batch(seed, epoch, index, carried)``, ``source.carry(batch)`` (the state a
