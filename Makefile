@@ -104,6 +104,7 @@ bench: $(STAMP)
 	$(PY) bench/capstone_budget.py --again
 	$(PY) bench/converge_tables.py
 	$(PY) bench/engine_speed.py --repeats 3
+	$(PY) bench/tbptt.py
 	$(PY) bench/hub_load.py
 	$(PY) bench/platforms.py
 

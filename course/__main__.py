@@ -167,6 +167,9 @@ def _check_settings(s: dict) -> None:
     """Checks across options, before anything is read or trained."""
     from course import corpora, lm
     corpora.corpus_sha256(s["corpus"])          # the corpus is there
+    if s.get("reset_state") and not s["stream"]:
+        raise ValueError("--reset-state starts every segment of a stream from zeros: it needs --stream "
+                         "(sentences always start from zeros)")
     if s["residual"] and s["embed"] != s["hidden"]:
         raise ValueError(f"--residual adds a layer's input to its output, so --embed ({s['embed']}) "
                          f"must equal --hidden ({s['hidden']})")
@@ -600,6 +603,9 @@ def parser() -> argparse.ArgumentParser:
                         "steps, the state carried from segment to segment (Zaremba et al. 2014, char-rnn); "
                         "held-out text is scored as one stream too. Default: each sentence from a fresh state")
     p.add_argument("--bptt", type=POSITIVE, default=d.bptt, help="steps of a stream's segment (with --stream)")
+    p.add_argument("--reset-state", action="store_true", default=d.reset_state,
+                   help="with --stream: start every segment from zeros, carrying nothing across the cut "
+                        "(to measure what the carried state adds); held-out text is still one stream")
     p.add_argument("--epochs", type=POSITIVE, default=d.epochs, help="passes over the training split")
     p.add_argument("--max-batches", type=POSITIVE, default=d.max_batches,
                    help="end each epoch after this many batches (quick runs)")

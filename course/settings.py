@@ -32,6 +32,7 @@ class Settings:
     vocab_size: int | None = None
     stream: bool = False            # read the training text as one stream cut into segments of bptt steps
     bptt: int = 35                  # steps of a stream segment (truncated backpropagation through time)
+    reset_state: bool = False       # with stream: every segment starts from zeros, nothing carried over
     # the training rule
     epochs: int = 1
     batch_size: int = 32            # sentences per batch, or a stream's columns

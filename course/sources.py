@@ -9,8 +9,10 @@ ids, ``</s> w w w </s> w w </s> ...``, cut into ``batch_size`` rows read side by
 an epoch reads them in segments of ``bptt`` steps, in order, and each segment starts
 from the state the previous one ended with (its values, not its graph: the gradient
 stops at the segment's start, truncated backpropagation through time). The state is
-reset at the start of each epoch. Held-out text is scored the same way, as one
-stream of one row, so every word sees its whole history (:func:`stream_perplexity`).
+reset at the start of each epoch; with ``reset_state`` at the start of every segment
+too (nothing carried: what the carried state adds, measured by bench/tbptt.py).
+Held-out text is scored the same way, as one stream of one row, so every word sees
+its whole history (:func:`stream_perplexity`).
 
 Both give :func:`course.lm.train` what it needs: ``len(source)`` batches an epoch,
 ``source.batch(seed, epoch, index, carried)``, ``source.carry(batch)`` (the state a
@@ -101,14 +103,17 @@ def segment(data: np.ndarray, start: int, end: int, carried=None) -> Segment:
 class Stream:
     """A training text as one stream in ``batch_size`` rows, read ``bptt`` steps at a time
     with the state carried from segment to segment. An epoch is (n - 1) // bptt full
-    segments (Zaremba's epoch_size); the last few tokens of each row are not read."""
+    segments (Zaremba's epoch_size); the last few tokens of each row are not read.
+    ``reset_state``: every segment starts from zeros instead (held-out text is still
+    scored as one stream, the state carried)."""
+    reset_state = False
 
-    def __init__(self, sentences, vocab: Vocab, batch_size: int, bptt: int):
+    def __init__(self, sentences, vocab: Vocab, batch_size: int, bptt: int, reset_state: bool = False):
         if bptt < 1:
             raise ValueError(f"bptt must be at least 1, got {bptt}")
         self.n_unknown = encode(sentences, vocab)[1]
         self.data = columns(stream_ids(sentences, vocab), batch_size)
-        self.bptt = bptt
+        self.bptt, self.reset_state = bptt, reset_state
         if len(self) < 1:
             raise DataError(f"rows of {self.data.shape[1]:,} tokens hold no segment of --bptt {bptt} steps: "
                             "give more text, or a smaller --bptt or --batch-size")
@@ -127,9 +132,8 @@ class Stream:
         start = index * self.bptt
         return segment(self.data, start, start + self.bptt, carried if index else None)
 
-    @staticmethod
-    def carry(batch: Segment):
-        return batch.end
+    def carry(self, batch: Segment):
+        return None if self.reset_state else batch.end
 
     @staticmethod
     def evaluate(model, sentences, progress: str | None = None) -> float:
@@ -145,7 +149,7 @@ def of(settings, sentences=None, vocab: Vocab | None = None):
     if isinstance(sentences, (Sentences, Stream)):
         return sentences
     if settings.stream:
-        return Stream(sentences, vocab, settings.batch_size, settings.bptt)
+        return Stream(sentences, vocab, settings.batch_size, settings.bptt, settings.reset_state)
     return Sentences(sentences, vocab, settings.batch_size)
 
 

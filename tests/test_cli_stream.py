@@ -92,3 +92,45 @@ def test_a_run_older_than_a_setting_resumes_with_its_default(tmp_path, env):
     resumed = metrics(out)
     assert len(resumed["history"]) == 2 and resumed["settings"]["stream"] is False
     assert resumed["settings"]["lr_decay"] == 0.5
+
+
+def test_reset_state_starts_every_segment_from_zeros():
+    """--reset-state: each segment's loss in training is the loss of that segment read from zeros
+    (learning rate 0, so the model does not change between segments); carried, it is not."""
+    import numpy as np
+
+    from course import lm, runtime, sources
+    from course.corpora import read_corpus
+    from course.data import Vocab
+    from course.settings import Settings
+    dy = runtime.dynet()
+    text = read_corpus("course", "train")[:60]
+    vocab = Vocab.build(text)
+    model = lm.RNNLM(vocab, "lstm", embed=8, hidden=8)
+    quiet = Settings(stream=True, bptt=4, batch_size=3, optimizer="sgd", lr=0.0, max_batches=6)
+    source = sources.of(quiet.but(reset_state=True), text, vocab)
+    from_zeros = []
+    for index in range(6):
+        dy.renew_cg()
+        part = sources.segment(source.data, index * 4, index * 4 + 4)          # start None: zeros
+        from_zeros.append(dy.sum_batches(model.batch_losses(part)[0]).value())
+    expected = lm.perplexity(sum(from_zeros), 6 * 4 * 3)
+    reset = lm.train(model, text, None, quiet.but(reset_state=True), progress=False, log=None)[0]["train_ppl"]
+    carried = lm.train(model, text, None, quiet, progress=False, log=None)[0]["train_ppl"]
+    assert np.isclose(reset, expected, rtol=1e-6, atol=0) and not np.isclose(carried, expected, rtol=1e-4, atol=0)
+
+
+def test_reset_state_through_the_command_line(tmp_path, env):
+    from tests.test_cli import refused
+    refused(course(env, "train", "--reset-state", "--max-sentences", "200", "--hidden", "8", "--embed", "8"),
+            "--reset-state", "--stream")
+    out = tmp_path / "reset"
+    run = course(env, "train", "--stream", "--bptt", "5", "--reset-state", "--max-sentences", "400",
+                 "--batch-size", "4", "--hidden", "8", "--embed", "8", "--no-progress", "--out", out)
+    assert run.returncode == 0, run.stderr
+    m = metrics(out)
+    assert m["settings"]["reset_state"] is True and m["settings"]["stream"] is True
+    carried = tmp_path / "carried"
+    assert course(env, "train", "--stream", "--bptt", "5", "--max-sentences", "400", "--batch-size", "4",
+                  "--hidden", "8", "--embed", "8", "--no-progress", "--out", carried).returncode == 0
+    assert metrics(carried)["history"][0]["train_ppl"] != m["history"][0]["train_ppl"]

@@ -91,3 +91,21 @@ def test_the_samples_table_shows_each_converged_model_and_temperature():
     assert lines[1].startswith(first["label"]) and f"{first['test_ppl']:8.2f}" in lines[1]
     assert f"{a['kept']:4} of {a['kept'] + a['lost']:4} = {a['share']:.0%}" in lines[1]
     assert f"{first['derivable_share']:9.0%}" in lines[1]
+
+
+def test_the_tbptt_table_lecture_06_reads_is_the_json_beside_it():
+    """bench/results/tbptt.md (which lecture 06 reads with read_table) holds every way of
+    bench/tbptt.py, with the seeds' mean of bench/results/tbptt.json: a table edited by hand,
+    or left from another run, fails."""
+    import tbptt  # bench/tbptt.py (pytest puts bench/ on the path)
+    rows = {row["trained as"]: row for row in bench.read_table("tbptt")}
+    saved = bench.read("tbptt")
+    assert list(rows) == list(tbptt.WAYS) == list(saved["means"])
+    for way, row in rows.items():
+        mean = saved["means"][way]
+        assert row["test ppl (mean)"] == f"{mean['test_ppl']:.2f}"
+        assert row["per seed"] == " / ".join(f"{p:.2f}" for p in mean["test_ppl_seeds"])
+        assert row["/ floor"] == f"{mean['test_ppl'] / saved['floor_test']:.3f}"
+        assert len(mean["test_ppl_seeds"]) == saved["seeds"]
+    agreement = bench.read_table("tbptt", column="agreement 21+")
+    assert [row["trained as"] for row in agreement] == list(tbptt.WAYS)
