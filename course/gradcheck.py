@@ -26,16 +26,21 @@ def dynet_srnn_gradients(dh, x, h_prev, W_xh, W_hh, b_h) -> dict:
     """DyNet's gradients of loss = sum(dh * h) for one S-RNN step h = tanh(W_xh x + W_hh h_prev + b_h)
     on a batch (columns): ``{"dx", "dh_prev", "dW_xh", "dW_hh", "db_h"}`` as NumPy arrays, the
     shapes of x, h_prev, W_xh, W_hh and b_h. The loss makes d loss / d h = dh, so these are the
-    gradients a backward pass of the step must return for the upstream gradient dh."""
+    gradients a backward pass of the step must return for the upstream gradient dh. The step is
+    DyNet's own SimpleRNNBuilder (its parameters set to these values), not a formula written here:
+    the step is what exercise 02 grades."""
     from course import runtime
     dy = runtime.dynet()
     x, h_prev, dh = (np.asarray(v, dtype=float) for v in (x, h_prev, dh))
     dy.renew_cg()
     pc = dy.ParameterCollection()
-    P = {name: pc.add_parameters(np.shape(value), init=dy.NumpyInitializer(np.asarray(value, dtype=float)))
-         for name, value in (("W_xh", W_xh), ("W_hh", W_hh), ("b_h", b_h))}
+    builder = dy.SimpleRNNBuilder(1, x.shape[0], h_prev.shape[0], pc)
+    [params] = builder.get_parameters()                    # W_xh, W_hh, b_h, in that order
+    P = dict(zip(("W_xh", "W_hh", "b_h"), params))
+    for name, value in (("W_xh", W_xh), ("W_hh", W_hh), ("b_h", b_h)):
+        P[name].set_value(np.asarray(value, dtype=float))
     X, H = dy.inputTensor(x, batched=True), dy.inputTensor(h_prev, batched=True)
-    h = dy.tanh(dy.affine_transform([P["b_h"].expr(True), P["W_xh"].expr(True), X, P["W_hh"].expr(True), H]))
+    h = builder.initial_state([H]).add_input(X).output()
     loss = dy.sum_batches(dy.dot_product(dy.inputTensor(dh, batched=True), h))
     loss.forward()
     loss.backward(full=True)        # full: the gradients of the inputs X and H too, not only parameters'

@@ -18,7 +18,7 @@ SUITES = ["tests/test_cells.py", "tests/test_lm.py", "tests/test_layers.py", "te
 
 def pins():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = ("numpy", "matplotlib", "tqdm", "nbclient", "pytest==")
+    wanted = ("numpy", "matplotlib", "tqdm", "nbclient", "pytest==", "pytest-timeout")
     found = [dep for dep in project["dependencies"] + project["optional-dependencies"]["test"]
              if dep.startswith(wanted)]
     return [OTHER_DYNET, *found]

@@ -142,6 +142,8 @@ def student_round_trip(browser, hub, name, mix, step):
     log_in(page, hub, name)
     open_assignments(page, hub, name)
     released = page.locator(".list_item", has_text="05_gru").first
+    for chapter in ("03_lstm", "05_gru"):       # the lists load after the tab ("Loading, please wait...")
+        page.locator(".list_item", has_text=chapter).first.wait_for(timeout=120_000)
     shot(page, f"{step}-{name}-1-assignments")
     assert "03_lstm" in page.inner_text("body") and "05_gru" in page.inner_text("body")
     released.get_by_role("button", name="Fetch").click()
