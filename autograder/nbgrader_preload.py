@@ -6,11 +6,13 @@ Importing this module is what it is for; nothing else imports it. It creates no 
 gradebook or logger: traitlets' singletons (``NbGraderApp.instance()``) are made in each run's own
 process. DyNet reads its settings once, at ``import dynet``; it is started here as the grader starts
 it (``course.runtime``'s defaults, as ``trusted.grade_notebook`` asks), so every run inherits the
-same settings.
+same settings. On the GPU (COURSE_GPU=1) it is not: CUDA does not survive a fork, so each run
+starts DyNet itself, after the fork.
 """
 from course import runtime
 
-runtime.dynet()
+if not runtime.gpu_requested():
+    runtime.dynet()
 
 import jsonschema  # noqa: E402,F401  (nbformat's validation; its URI grammar alone is ~0.9 s)
 import nbconvert  # noqa: E402,F401

@@ -7,21 +7,22 @@ them (every process it starts dies with it; no network at all, UDP included):
     python -c "$LAUNCHER" WORKDIR FD       (LAUNCHER below: this module under its own name)
 
 WORKDIR holds ``request.json`` and ``inputs.pkl``, written by the trusted side and
-deleted here once read. The process loads DyNet, NumPy, every ``course`` module
-and the probes, then confines itself with Landlock (:mod:`autograder.landlock`:
-read access to Python's own files only, the course's and the grader's code
-included no longer; write access to WORKDIR only; no TCP; no signals or abstract
-sockets outside), and only then executes student code. It reports through the
-pipe FD as frames (:mod:`autograder.frames`): events as they happen, and each check's result.
+deleted here once read. The process reports through the pipe FD as frames
+(:mod:`autograder.frames`): events as they happen, and each check's result.
 
-Student code never holds that pipe. The confined process forks a child that
-closes it, confines itself once more (a nested Landlock domain: it can neither
-signal nor trace its parent, nor open the parent's descriptors through /proc)
-and runs the answer cells and probes, each in a fresh thread (its callers'
-frames hold nothing of the grader's). The child reports to the parent on a pipe
-of its own; the parent (:func:`relay`) forwards only frames that fit the
-request, in order, with the cell and check names taken from the request, never
-from the child.
+Student code never holds that pipe. The process forks a child that closes it,
+loads DyNet, NumPy, every ``course`` module and the probes, then confines itself
+with Landlock (:mod:`autograder.landlock`: read access to Python's own files only,
+the course's and the grader's code included no longer; write access to WORKDIR
+only; no TCP; no signals or abstract sockets outside), and only then runs the
+answer cells and probes, each in a fresh thread (its callers' frames hold nothing
+of the grader's). The parent confines itself too, in a Landlock domain of its
+own: the child can neither signal nor trace it, nor open its descriptors through
+/proc. DyNet starts in the child, after the fork, because CUDA does not survive a
+fork (COURSE_GPU=1); the parent never loads it. The child reports to the parent
+on a pipe of its own; the parent (:func:`relay`) forwards only frames that fit
+the request, in order, with the cell and check names taken from the request,
+never from the child.
 
 Two kinds of request:
 
@@ -35,6 +36,7 @@ Two kinds of request:
 from __future__ import annotations
 
 import ctypes
+import glob
 import importlib
 import io
 import json
@@ -123,10 +125,19 @@ def scratch_space(workdir: Path, megabytes: int) -> Path:
     return scratch
 
 
+def gpu_devices() -> list:
+    """With COURSE_GPU=1, the GPU's device files, which CUDA may open again after DyNet
+    started on the card: running GPU code is what the sandbox is for there."""
+    from course import runtime
+    if not runtime.gpu_requested():
+        return []
+    return sorted(glob.glob("/dev/nvidia*")) + ["/proc/driver/nvidia"]
+
+
 def confine(workdir: Path, quiet: bool = False) -> bool:
     from autograder import landlock
     if landlock.available():
-        landlock.restrict(read=readable_paths(), write=[str(workdir)])
+        landlock.restrict(read=readable_paths(), write=[str(workdir)] + gpu_devices())
         if not quiet:
             send("confined")
         return True
@@ -338,10 +349,16 @@ def relay(fd: int, request: dict):
     checks = [(p["check"], "program" if p["probe"] in TRACED else "numbers") for p in request["probes"]]
     cell = probe = -1
     current = None                                 # "cell" or "probe" while one runs
+    ready = False                                  # the child has loaded everything and confined itself
     with os.fdopen(fd, "rb") as stream:
         for frame in read_frames(stream, MAX_FRAME * 2):
             event, index = frame.get("event"), frame.get("index")
-            if event == "cell" and current is None and probe < 0 and type(index) is int \
+            if not ready:
+                if event != "ready":
+                    return
+                ready = True
+                send("ready")
+            elif event == "cell" and current is None and probe < 0 and type(index) is int \
                     and cell < index < len(cells):
                 cell, current = index, "cell"
                 send("cell", cell=cells[cell])
@@ -367,10 +384,12 @@ def relay(fd: int, request: dict):
                 return
 
 
-def run_child(request: dict, inputs: dict, probes: dict, workdir: Path, confined: bool) -> int:
-    """Fork the child that runs student code (see the module's doc); relay its frames;
-    its exit status, as the process's own."""
+def run_child(request: dict, inputs: dict, workdir: Path, confining: bool) -> int:
+    """Fork the child that runs student code (see the module's doc); confine this
+    process and relay the child's frames; the child's exit status, as this process's own."""
     global _channel
+    from autograder import landlock  # noqa: F401  (confine's, imported while files can be read)
+    from autograder.probes import TRACED  # noqa: F401  (relay's)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:                                   # the child: the grader's channel is closed here
@@ -378,8 +397,10 @@ def run_child(request: dict, inputs: dict, probes: dict, workdir: Path, confined
             os.close(read)
             os.close(_channel)
             _channel = write
-            if confined:
-                confine(workdir, quiet=True)       # a nested domain: the parent is out of its reach
+            probes = preload(request)
+            if confining:
+                confine(workdir, quiet=True)       # the parent says whether Landlock is there
+            send("ready")
             run_submission(request, inputs, probes)
             code = 0
         except MemoryError:
@@ -388,6 +409,8 @@ def run_child(request: dict, inputs: dict, probes: dict, workdir: Path, confined
             code = 1
         os._exit(code)
     os.close(write)
+    if confining:
+        confine(workdir)                           # a domain of its own, out of the child's reach
     reader = threading.Thread(target=relay, args=(read, request), daemon=True)
     reader.start()
     _, status = os.waitpid(pid, 0)
@@ -421,14 +444,16 @@ def main(workdir: str, fd: str) -> int:
         inputs = pickle.load(f)                    # written by the trusted grader
     for name in ("request.json", "inputs.pkl"):    # the grader's inputs are not left for student code
         (workdir / name).unlink()
-    probes = preload(request)
     workdir = scratch_space(workdir, int(request.get("disk_mb", 256)))
-    confined = request.get("confine", True) and confine(workdir)
-    send("ready")
-    if "replay" in request:
+    confining = request.get("confine", True)
+    if "replay" in request:                        # no student code: DyNet in this process
+        preload(request)
+        if confining:
+            confine(workdir)
+        send("ready")
         run_replay(request, inputs)
     else:
-        code = run_child(request, inputs, probes, workdir, confined)
+        code = run_child(request, inputs, workdir, confining)
         if code != 0:
             os._exit(code if code > 0 else 128 - code)   # as the shell reports a signal: 137, 139, ...
     send("finished")

@@ -50,6 +50,7 @@ from autograder.frames import read_frames
 from autograder.intake import copy_regular_files
 from autograder.sandbox import LAUNCHER, OUT_OF_MEMORY
 from autograder.reference.grading import check_calls, split_points
+from course import runtime
 from course.paths import ROOT
 
 SOLUTIONS = ROOT / "solutions"
@@ -69,7 +70,7 @@ class Limits:
     check_s: int = 30          # one check's probe, unless the check declares its own (Check.seconds)
     wall_s: int = 300          # everything one submission may take
     cpu_s: int = 120           # CPU seconds of one sandbox process
-    memory_mb: int = 4096      # address space of the sandbox process
+    memory_mb: int = 4096      # address space of the sandbox process (its data segment on the GPU)
     file_mb: int = 64          # largest file it may write
     disk_mb: int = 256         # everything it may write (a tmpfs; the copied model files count)
 
@@ -293,8 +294,13 @@ def namespaces() -> tuple:
 
 
 def _limit(limits: Limits):
+    # On the GPU (COURSE_GPU=1) CUDA reserves far more address space than memory_mb when it
+    # starts, so the cap is on the data segment there (private writable memory: what NumPy
+    # and Python allocate); elsewhere on the address space, which shared mappings count in too.
+    memory = resource.RLIMIT_DATA if runtime.gpu_requested() else resource.RLIMIT_AS
+
     def apply():
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb << 20,) * 2)
+        resource.setrlimit(memory, (limits.memory_mb << 20,) * 2)
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb << 20,) * 2)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

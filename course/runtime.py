@@ -55,6 +55,11 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def gpu_requested() -> bool:
+    """Whether the environment asks for the GPU (COURSE_GPU=1): what :func:`init` does by default."""
+    return _truthy(os.environ.get("COURSE_GPU"))
+
+
 def _import_dynet_quietly():
     """Import dynet with its stderr banner redirected into :data:`banner`
     (kept, and shown in the error, when the import fails: a CUDA build without a
@@ -132,7 +137,7 @@ def _init(seed, mem, autobatch, gpu):
         return dynet
     mem = 512 if mem is None else int(mem)
     autobatch = bool(autobatch)
-    gpu = _truthy(os.environ.get("COURSE_GPU")) if gpu is None else bool(gpu)
+    gpu = gpu_requested() if gpu is None else bool(gpu)
     if "dynet" in sys.modules:
         raise RuntimeError("dynet was imported before course.runtime.init(), so its settings "
                            "are unknown (and its seed may be random). Restart the kernel and "

@@ -10,7 +10,9 @@
 #                own Python 3.12 and its packages, plus the carried wheels), register the
 #                libraries with ldconfig
 #        smoke   DyNet computes on the GPU; machine, driver and versions
-#        tests   tests/test_gpu.py and the cell, LM and grading tests with COURSE_GPU=1
+#        checks  tests and grading at once, with nvidia-smi's list of GPU processes every 5 s
+#                (gpu-processes.log): the evidence that the grader's processes used the card
+#        tests   tests/test_gpu.py and the cell, LM, sandbox, grading and capstone tests with COURSE_GPU=1
 #        grading the sample class graded on the CPU and with COURSE_GPU=1, compared
 #        speed   bench/gpu_speed.py (DyNet CPU, DyNet GPU, PyTorch nn.LSTM)
 #
@@ -32,8 +34,8 @@ RES="$DEV/results"
 OUT="${OUT:-$DEV/out}"
 BUDGET="${DEVICE_BUDGET_S:-560}"
 STARTED=$(date +%s)
-ALL_STEPS=(setup smoke tests grading speed)
-declare -A LIMIT=([setup]=150 [smoke]=60 [tests]=300 [grading]=330 [speed]=420)
+ALL_STEPS=(setup smoke checks speed)
+declare -A LIMIT=([setup]=150 [smoke]=60 [checks]=330 [tests]=300 [grading]=330 [speed]=420)
 
 mkdir -p "$DEV/done" "$RES" "$OUT"
 cd "$ROOT" || exit 1
@@ -102,9 +104,28 @@ EOF
 }
 
 step_tests() {
-  COURSE_GPU=1 "$VENV/bin/python" -m pytest -n 8 --dist loadgroup -p no:cacheprovider -rA \
+  # test_gpu.py runs the cell, LM and weight tests again in a process of their own, as it does anywhere.
+  COURSE_GPU=1 "$VENV/bin/python" -m pytest -n 4 --dist loadgroup -p no:cacheprovider -rA \
     --junitxml="$RES/tests-junit.xml" tests/test_gpu.py tests/test_cells.py tests/test_lm.py \
-    tests/test_weights.py tests/test_grading.py tests/test_autograder.py
+    tests/test_weights.py tests/test_sandbox.py tests/test_grading.py tests/test_checks_ch10.py
+}
+
+step_checks() {
+  # The tests and the two grading passes at once (16 cores), with the GPU's processes listed every 5 s.
+  ( while true; do date -u +%T; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader
+      sleep 5; done ) > "$RES/gpu-processes.log" 2>&1 &
+  local watcher=$! status=0
+  step_tests > "$RES/tests.log" 2>&1 &
+  local tests=$!
+  step_grading > "$RES/grading.log" 2>&1 || status=1
+  wait "$tests" || status=1
+  kill "$watcher" 2>/dev/null
+  tail -n 15 "$RES/tests.log"
+  tail -n 8 "$RES/grading.log"
+  awk '/^[0-9][0-9]:/ {if (n > most) most = n; n = 0; next} {n++} END {if (n > most) most = n;
+       print "at most " most+0 " processes on the GPU at once (nvidia-smi, every 5 s: gpu-processes.log)"}' \
+    "$RES/gpu-processes.log"
+  return $status
 }
 
 step_grading() {
@@ -113,44 +134,16 @@ step_grading() {
   local status=0 device pids=()
   for device in cpu gpu; do
     rm -rf "$DEV/grading-$device"
+    mkdir -p "$DEV/grading-$device"
     ( if [ "$device" = gpu ]; then export COURSE_GPU=1; else unset COURSE_GPU; fi
-      "$VENV/bin/python" - "$DEV/grading-$device" <<'EOF' > "$RES/grading-$device.log" 2>&1
-import json, sys
-from pathlib import Path
-from autograder import grade
-folder = Path(sys.argv[1])
-records = grade.autograde(Path("autograder/samples/submissions"), course=folder / "course", workers=8)
-grade.print_table(records)
-(folder / "records.json").write_text(json.dumps(records))
-EOF
+      "$VENV/bin/python" gpu/grade_class.py "$DEV/grading-$device" --workers 8 > "$RES/grading-$device.log" 2>&1
     ) &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   tail -n 30 "$RES/grading-cpu.log" "$RES/grading-gpu.log"
-  "$VENV/bin/python" - "$DEV/grading-cpu/records.json" "$DEV/grading-gpu/records.json" "$RES/grading_compare.md" <<'EOF' || status=1
-import json, sys
-from pathlib import Path
-cpu_file, gpu_file, out = map(Path, sys.argv[1:])
-def records(path):
-    return {(r["student"], r["notebook"]): r for r in json.loads(path.read_text())} if path.exists() else {}
-def checks(r):
-    return {name: bool(problems) for c in r.get("cells", []) for name, problems in c["checks"].items()}
-cpu, gpu = records(cpu_file), records(gpu_file)
-rows, differ = [], 0
-for key in sorted(set(cpu) | set(gpu)):
-    a, b = cpu.get(key, {}), gpu.get(key, {})
-    same = all(a.get(f) == b.get(f) for f in ("status", "score", "max_score")) and checks(a) == checks(b)
-    differ += not same
-    rows.append(f"| {key[0]} | {key[1]} | {a.get('status')} {a.get('score')}/{a.get('max_score')} "
-                f"| {b.get('status')} {b.get('score')}/{b.get('max_score')} | {'same' if same else 'DIFFERENT'} |")
-text = ("# The sample class graded on the CPU and with COURSE_GPU=1\n\n"
-        f"{len(rows)} submissions; {differ} differ in status, score or a check's verdict.\n\n"
-        "| student | notebook | CPU | COURSE_GPU=1 | |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
-out.write_text(text)
-print(text)
-sys.exit(1 if differ or not rows else 0)
-EOF
+  "$VENV/bin/python" gpu/compare_grading.py "$DEV/grading-cpu/records.json" "$DEV/grading-gpu/records.json" \
+    "$RES/grading_compare.md" || status=1
   return $status
 }
 
@@ -173,7 +166,7 @@ run_step() {
   limit=$(( LIMIT[$step] < left ? LIMIT[$step] : left ))
   echo "==> $step (limit ${limit} s)"
   begun=$(date +%s)
-  export -f "step_$step"
+  export -f step_setup step_smoke step_checks step_tests step_grading step_speed
   export VENV CARRY DEV RES ROOT
   timeout --kill-after=10 "$limit" bash -c "step_$step" > "$RES/$step.log" 2>&1
   status=$?
