@@ -117,14 +117,15 @@ def main():
         judged = judged_samples(name, run, folder, args, splits)
         records += judged
         for r in judged:
-            a = r["agreement"]["long"]
-            counted = a["kept"] + a["lost"]
+            kept = []
+            for key in ("long", "long number", "long gender"):
+                a = r["agreement"][key]
+                counted = a["kept"] + a["lost"]
+                kept.append(f"{a['kept']} / {counted}" + (f" = {judge.interval((a['share'], *a['interval']), '.1%')}"
+                                                          if counted else ""))
             rows.append([r["label"], f"{r['test_ppl']:.2f}", f"{r['temperature']:g}",
                          judge.interval((r["derivable_share"], *r["derivable_interval"]), ".1%"),
-                         judge.interval(r["logprob"], ".1f"),
-                         f"{a['kept']} / {counted}" + (f" = {judge.interval((a['share'], *a['interval']), '.1%')}"
-                                                       if counted else ""),
-                         judge.interval(r["kl"])])
+                         judge.interval(r["logprob"], ".1f"), *kept, judge.interval(r["kl"])])
             print(" | ".join(rows[-1]), flush=True)
     own = records[0]["grammar_logprob"]
     size = converge.BASE
@@ -136,7 +137,8 @@ def main():
             f"run's. {args.n} sentences per row, seed 1, no top-k.\n\n"
             + table(["model (converged)", "test perplexity", "temperature", "derivable (95%)",
                      "log p_grammar of derivable (nats/sentence)",
-                     f"agreement kept, distance >= {args.long}", "KL(model in the language || grammar), nats"],
+                     f"agreement kept, distance >= {args.long}, both tasks", "of which number (subject-verb)",
+                     "of which reflexive gender", "KL(model in the language || grammar), nats"],
                     rows)
             + f"\n\nThe grammar's own sentences: log p_grammar {own[0]:.1f} [{own[1]:.1f}, {own[2]:.1f}] nats per "
               f"sentence (1,000 drawn with seed 1); its test floor perplexity is {floor_perplexity('test'):.2f}.\n\n"
@@ -146,7 +148,9 @@ def main():
             + "\n".join(f"* {line}" for line in trained)
             + "\n\nDerivable: the grammar's parser derives the sentence (Wilson interval). Agreement: subject-verb "
               "number and subject-reflexive gender, counted in derivable sentences (kept) and in sentences that one "
-              "verb or reflexive in its other form makes derivable (lost there, kept elsewhere). KL: the model's "
+              "verb or reflexive in its other form makes derivable (lost there, kept elsewhere), every agreement "
+              f"at {args.long} or more words in those sentences (a sentence may hold several); then each task on its "
+              "own. KL: the model's "
               "distribution at that temperature restricted to the language and renormalised, against the grammar: "
               "mean(log p_model - log p_grammar) over derivable samples - log(share derivable), with a bootstrap "
               "interval; over all sentences it is infinite, as every row has samples outside the language.")

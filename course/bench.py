@@ -193,14 +193,21 @@ def section(name: str, heading: str) -> str:
 def samples_table(records: list) -> str:
     """bench/results/samples.json (bench/samples.py: sentences written by converged models) as a
     table: for each model and temperature, its best epoch, test perplexity, the share of its
-    sentences the grammar derives and the agreement kept at long subject-verb distances, with
-    95% intervals."""
+    sentences the grammar derives and the agreement kept at long subject-verb distances, by task
+    (number: subject and verb; reflexive: subject and himself/herself) where the records count
+    them apart, with 95% intervals."""
+    split = all("long number" in r["agreement"] for r in records)   # records before the split pool the tasks
+    kinds = [("long number", "number"), ("long gender", "reflexive")] if split else [("long", "")]
     lines = [f"{'model':24} {'epoch':>7} {'test ppl':>8} {'temp':>5} {'derivable':>9}   "
-             "long-distance agreement kept (95% interval)"]
+             + "   ".join(f"{(what + ' ') if what else ''}kept at long distance (95%)".ljust(34)
+                        for _, what in kinds).rstrip()]
     for r in records:
-        a = r["agreement"]["long"]
-        shown = (f"{a['kept']:4} of {a['kept'] + a['lost']:4} = {a['share']:.0%} "
-                 f"[{a['interval'][0]:.0%}, {a['interval'][1]:.0%}]" if a["kept"] + a["lost"] else "none found")
+        shown = []
+        for key, _ in kinds:
+            a = r["agreement"][key]
+            shown.append((f"{a['kept']:4} of {a['kept'] + a['lost']:4} = {a['share']:.0%} "
+                          f"[{a['interval'][0]:.0%}, {a['interval'][1]:.0%}]" if a["kept"] + a["lost"]
+                          else "none found").ljust(34))
         lines.append(f"{r['label']:24} {r['best_epoch']:>2} of {r['epochs']:<2} {r['test_ppl']:8.2f} "
-                     f"{r['temperature']:5.1f} {r['derivable_share']:9.0%}   {shown}")
+                     f"{r['temperature']:5.1f} {r['derivable_share']:9.0%}   " + "   ".join(shown).rstrip())
     return "\n".join(lines)

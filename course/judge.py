@@ -11,7 +11,8 @@ model writes can be judged exactly (:func:`judge`):
   sentence that becomes derivable when one verb (or reflexive) takes its other form
   ("the keys near the cabinet *is* old") is a sentence that lost exactly that one.
   Agreement is counted over both: kept / (kept + lost), by distance and by task
-  (``number``: subject and verb; ``gender``: subject and himself/herself);
+  (``number``: subject and verb; ``gender``: subject and himself/herself), and by
+  task at the long distances;
 * how far is the model from the grammar? KL(model || grammar) = E_model[log p_model -
   log p_grammar] is infinite as soon as the model gives any probability to a sentence
   outside the language, so the estimate reported is that of the model restricted to
@@ -78,7 +79,8 @@ def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed:
     of subject (cue) and verb (target) and the form the grammar wants there (right)."""
     n = len(samples)
     derivable, gaps = [], []
-    agreement = {"all": [0, 0], "long": [0, 0], "number": [0, 0], "gender": [0, 0]}   # [kept, lost]
+    agreement = {"all": [0, 0], "long": [0, 0], "number": [0, 0], "gender": [0, 0],   # [kept, lost]
+                 "long number": [0, 0], "long gender": [0, 0]}
     examples = ([], [])                                                  # long agreements kept, lost
     for s in samples:
         derivation = grammar.parse(s.tokens) if s.finished else None
@@ -98,6 +100,7 @@ def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed:
             agreement[a.task][column] += 1
             if a.distance >= long_distance:
                 agreement["long"][column] += 1
+                agreement[f"long {a.task}"][column] += 1
                 if len(examples[column]) < examples_per_kind and (column or lost is None):
                     examples[column].append({"words": list(s.tokens), "cue": a.cue_index,
                                              "target": a.target_index, "right": a.right})
@@ -143,7 +146,9 @@ def report(verdict: dict) -> list[str]:
         f"the grammar's own samples: {interval(v['grammar_logprob'])}",
     ]
     for key, label in (("all", "all distances"), ("long", f"distance >= {v['long_distance']}"),
-                       ("number", "number, subject and verb"), ("gender", "gender, reflexives")):
+                       ("number", "number, subject and verb"), ("gender", "gender, reflexives"),
+                       ("long number", f"number, distance >= {v['long_distance']}"),
+                       ("long gender", f"gender, distance >= {v['long_distance']}")):
         if key not in a:          # a verdict saved before agreement was split by task
             continue
         kept, lost = a[key]["kept"], a[key]["lost"]

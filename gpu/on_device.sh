@@ -81,7 +81,7 @@ EOF
     echo "a library that DyNet needs is missing (above)"; return 1
   fi
   "$VENV/bin/python" -m pip check || echo "(pip check: the lines above name version mismatches; not fatal)"
-  "$VENV/bin/python" -c "import dynet_config, nbgrader, nbclient, ipykernel, numpy, matplotlib, tqdm, pytest, xdist; print('imports ok')"
+  "$VENV/bin/python" -c "import dynet_config, nbgrader, nbclient, ipykernel, numpy, matplotlib, tqdm, pytest, xdist, nh3, latex2mathml; print('imports ok')"
 }
 
 step_smoke() {
@@ -100,6 +100,21 @@ assert (1 - x).value() == [0.0, -1.0, -2.0]      # a number on the left (the cou
 print(f"GPU computation ok: {runtime.describe()} | {platform.platform()}")
 import torch
 print(f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}, GPU {torch.cuda.get_device_name(0)}")
+EOF
+  # The grader's sandbox on the GPU: its memory cap is on the data segment (autograder/trusted.py
+  # _limit), at the tests' smallest (3000 MB): DyNet must start on the card under it, and a large
+  # allocation must still fail.
+  "$VENV/bin/python" - <<'EOF'
+import resource
+resource.setrlimit(resource.RLIMIT_DATA, (3000 << 20,) * 2)
+from course import runtime
+dy = runtime.init(seed=1, gpu=True)
+assert abs(dy.sum_elems(dy.inputTensor([1.0, 2.0])).value() - 3.0) < 1e-6
+try:
+    bytearray(8 << 30)
+    raise SystemExit("8 GB allocated under a 3000 MB data limit")
+except MemoryError:
+    print("DyNet on the GPU under the sandbox's data limit: ok; an 8 GB allocation fails there: ok")
 EOF
 }
 

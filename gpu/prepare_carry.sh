@@ -8,7 +8,7 @@
 # What goes into .carry/ (at most 64 MiB together with the working tree):
 #   dynet/     libdynet.so (stripped, xz) and the dyNET wheel for Python 3.12, built here by
 #              gpu/build.sh for sm_90 only (H100, H200), no PTX, host code for x86-64-v3
-#   wheels/    the course's Python dependencies for Python 3.12 that the machine's image lacks
+#   wheels/    the course's and the grader's Python dependencies for Python 3.12 that the machine's image lacks
 #              (gpu/device_packages.txt lists what it has), less what neither the tests nor
 #              the grader import (jupyterlab and its server, the debugger, editor completion)
 #   ptb.tar.xz Penn Treebank, when a copy is beside the repository (for bench/gpu_speed.py)
@@ -81,10 +81,15 @@ mkdir -p "$DOWNLOADS"
 mapfile -t pins < <("$PYTHON312" - "$ROOT/pyproject.toml" <<'EOF'
 import re, sys, tomllib
 with open(sys.argv[1], "rb") as handle:
-    for requirement in tomllib.load(handle)["project"]["dependencies"]:
-        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower()
-        if name not in ("dynet", "dynet38"):
-            print(requirement)
+    project = tomllib.load(handle)["project"]
+# The course, the grader's extra (nh3 and latex2mathml are imported by every grading run) and
+# the test runner's notebook client; not the hub, the book, the browser tests or uv.
+wanted = project["dependencies"] + project["optional-dependencies"]["grader"] + [
+    r for r in project["optional-dependencies"]["test"] if r.startswith("nbclient")]
+for requirement in wanted:
+    name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower()
+    if name not in ("dynet", "dynet38"):
+        print(requirement)
 EOF
 )
 "$PYTHON312" -m pip download --quiet --disable-pip-version-check --only-binary=:all: --python-version 3.12 \

@@ -121,6 +121,7 @@ def test_the_grammar_judges_its_own_sentences_perfect_and_finds_lost_agreement()
     assert v["agreement"]["all"]["lost"] == 0 and v["agreement"]["all"]["kept"] > 300
     by_task = [v["agreement"][task]["kept"] for task in ("number", "gender")]
     assert min(by_task) > 0 and sum(by_task) == v["agreement"]["all"]["kept"]     # split by task, nothing lost
+    assert sum(v["agreement"][f"long {task}"]["kept"] for task in ("number", "gender")) == v["agreement"]["long"]["kept"]
     # one verb in the wrong number: no longer derivable, and counted as a lost agreement
     d = next(d for d in own if any(a.task == "number" and a.distance >= 6 for a in grammar.agreements(d)))
     a = next(a for a in grammar.agreements(d) if a.task == "number" and a.distance >= 6)
@@ -129,5 +130,6 @@ def test_the_grammar_judges_its_own_sentences_perfect_and_finds_lost_agreement()
     v = judge.judge(grammar, [lm.Sample(wrong, -1.0, True)], reference=10, bootstrap=10)
     assert v["derivable"] == 0 and v["agreement"]["long"]["lost"] == 1
     assert v["agreement"]["number"]["lost"] == 1 and v["agreement"]["gender"]["lost"] == 0
+    assert v["agreement"]["long number"]["lost"] == 1 and v["agreement"]["long gender"]["lost"] == 0
     assert "agreement kept (number, subject and verb)" in "\n".join(judge.report(v))
     assert v["examples"]["lost"][0]["right"] == a.right and v["examples"]["lost"][0]["target"] == a.target_index

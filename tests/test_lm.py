@@ -80,7 +80,13 @@ def test_same_seed_same_training_run(tiny_corpus):
         model = lm.RNNLM(Vocab.build(tiny_corpus), "lstm", embed=8, hidden=8)
         lm.train(model, tiny_corpus, epochs=2, batch_size=8, progress=False, log=None)
         return lm.evaluate(model, tiny_corpus)
-    assert run() == run()
+    first, second = run(), run()
+    if runtime.config["gpu"]:
+        # DyNet's CUDA kernels add some gradients with atomic additions, whose order varies from run
+        # to run: on an H200 two runs differed by 7e-10 of the perplexity (bench/results/gpu_run.md).
+        assert first == pytest.approx(second, rel=1e-6)
+    else:
+        assert first == second                   # the CPU is bit for bit reproducible
 
 
 def test_learning_rate_halves_when_held_out_perplexity_stops_improving(tiny_corpus, monkeypatch):
