@@ -207,12 +207,37 @@ def trace_step(functions: dict, inputs: dict) -> dict:
     return {"ops": tape.ops, "outputs": outputs}
 
 
+def trace_sequence(functions: dict, inputs: dict) -> dict:
+    """Run the student's sequence function (``f(p, X, heads) -> H``, chapter 11) on the grader's
+    inputs, traced: the program and, as its one "step", the node of H."""
+    global _tape
+    from autograder import probes
+    fn = functions[inputs["function"]]
+    input_tensor = ORIGINAL.get("inputTensor") or probes.dynet().inputTensor
+    pc, _, real = probes.parameters(inputs["params"])
+    tape = Tape()
+    p = {name: tape.leaf("param", name, expr) for name, expr in real.items()}
+    X = tape.leaf("x", 0, input_tensor(inputs["xs"][0], batched=True))
+    _tape = tape
+    try:
+        H = probes.sequence_output(fn(p, X, int(inputs["heads"])), inputs)
+        if not (isinstance(H, Traced) and H.tape is tape):
+            raise TraceError(f"{inputs['function']} must return an expression computed from p and X "
+                             "with DyNet operations")
+    finally:
+        _tape = None
+    return {"ops": tape.ops, "outputs": [[H.node]]}
+
+
 def replay(program: dict, inputs: dict) -> dict:
     """Run a traced step's program with DyNet (no student code): the same numbers
-    :func:`autograder.probes.run_step` returns for a step function."""
+    :func:`autograder.probes.run_step` returns for a step function (for a sequence function,
+    ``inputs["sequence"]``: what :func:`autograder.probes.run_sequence` returns). Which of the
+    two is decided by the grader's inputs, never by the program."""
     from autograder import probes
     dy = probes.dynet()
-    ops, outputs = _validated(program, len(inputs["xs"]), len(inputs["state0"]))
+    sequence = bool(inputs.get("sequence"))
+    ops, outputs = _validated(program, len(inputs["xs"]), 1 if sequence else len(inputs["state0"]))
     pc, P, p = probes.parameters(inputs["params"])
     leaves = {"param": p, "x": inputs["xs"], "state0": inputs["state0"]}
     nodes = []
@@ -244,6 +269,8 @@ def replay(program: dict, inputs: dict) -> dict:
         function = OPERATORS.get(name) or getattr(dy, name)
         nodes.append(function(*decode(args), **{k: decode(v) for k, v in kwargs.items()}))
     states = [tuple(nodes[i] for i in step) for step in outputs]
+    if sequence:
+        return probes.measure_sequence(probes.sequence_output(states[0][0], inputs), P, inputs)
     return {**probes.measure(states, P, inputs), "fused": float(any(op[0] in FUSED for op in ops))}
 
 
