@@ -207,6 +207,33 @@ try:
     found["transposed"] = "traced"
 except TypeError as err:
     found["transposed"] = str(err)
+
+
+class Weight:                     # what CausalAttention reads of a parameter: .expr(True)
+    def __init__(self, e):
+        self.e = e
+
+    def expr(self, *_):
+        return self.e
+
+
+def by_course_layer(p, X, heads):
+    # course.layers.CausalAttention run on the grader's weights, its tanh undone, positions and W_o added
+    from course.layers import CausalAttention
+    layer = CausalAttention.__new__(CausalAttention)
+    layer.d, layer.heads, layer.positions, layer.weights, layer.record = 8, heads, 0, "softmax", False
+    layer.W = {"Wq": Weight(p["W_q"]), "Wk": Weight(p["W_k"]), "Wv": Weight(p["W_v"])}
+    T = X.dim()[0][1]
+    Xp = X + dy.select_cols(p["P"], list(range(T)))
+    _, hs = getattr(layer, "r" + "un")((), [dy.pick(Xp, t, 1) for t in range(T)])
+    return p["W_o"] * dy.atanh(dy.concatenate_cols(hs))
+
+
+try:
+    trace.trace_sequence({"causal_attention": by_course_layer}, inputs)
+    found["course layer"] = "traced"
+except trace.TraceError as err:
+    found["course layer"] = str(err)
 print(json.dumps(found))
 """
 
@@ -228,6 +255,13 @@ def test_the_traced_program_replays_at_a_fresh_point_as_the_function_computes_th
 
 def test_a_program_is_a_sequence_only_when_the_graders_inputs_say_so(traced):
     assert traced["as a step"] == "the program's outputs do not match the steps"
+
+
+def test_the_course_attention_layer_is_refused_while_tracing(traced):
+    """course.layers.CausalAttention (shipped for lecture 11's models) computes most of the answer:
+    reached by any route while the student's function is traced, it refuses, and the trace fails
+    with the rule."""
+    assert "reached course.layers.CausalAttention" in traced["course layer"], traced["course layer"]
 
 
 def test_builders_are_refused_and_a_wrong_shape_is_named_while_tracing(traced):

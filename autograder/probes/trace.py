@@ -207,6 +207,24 @@ def trace_step(functions: dict, inputs: dict) -> dict:
     return {"ops": tape.ops, "outputs": outputs}
 
 
+# Chapter 11: the course ships a causal attention layer (course.layers.CausalAttention, which lecture
+# 11's models use); while the student's function is traced, its run refuses to work and any run of
+# its code counts as reaching it (autograder.probes.run_refusing, as chapters 02, 03 and 06 do):
+# "write the attention yourself". Its code is taken when the sandbox loads this module.
+def _course_attention():
+    from course.layers import CausalAttention
+    return CausalAttention.run
+
+
+COURSE_ATTENTION = _course_attention()
+COURSE_ATTENTION_CODE = (COURSE_ATTENTION.__code__,)
+
+
+def _refused_attention(*args, **kwargs):
+    raise RuntimeError("course.layers.CausalAttention cannot be used in causal_attention: write the "
+                       "attention yourself")
+
+
 def trace_sequence(functions: dict, inputs: dict) -> dict:
     """Run the student's sequence function (``f(p, X, heads) -> H``, chapter 11) on the grader's
     inputs, traced: the program and, as its one "step", the node of H."""
@@ -220,7 +238,12 @@ def trace_sequence(functions: dict, inputs: dict) -> dict:
     X = tape.leaf("x", 0, input_tensor(inputs["xs"][0], batched=True))
     _tape = tape
     try:
-        H = probes.sequence_output(fn(p, X, int(inputs["heads"])), inputs)
+        H, reached = probes.run_refusing(lambda: fn(p, X, int(inputs["heads"])), [COURSE_ATTENTION],
+                                         COURSE_ATTENTION_CODE, _refused_attention)
+        if reached:
+            raise TraceError(f"{inputs['function']} reached course.layers.CausalAttention (or undid the "
+                             "grader's watch over it): write the attention yourself")
+        H = probes.sequence_output(H, inputs)
         if not (isinstance(H, Traced) and H.tape is tape):
             raise TraceError(f"{inputs['function']} must return an expression computed from p and X "
                              "with DyNet operations")
