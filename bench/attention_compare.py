@@ -50,6 +50,20 @@ MODELS = {   # name: (label, what its weights are)
 }
 
 
+def sigmoid_attention():
+    """course.layers.CausalAttention whose weights are each a sigmoid of the score, not normalised
+    (the masked scores, -1e9, give weight 0)."""
+    from course import runtime
+    from course.layers import CausalAttention
+    dy = runtime.dynet()
+
+    class SigmoidAttention(CausalAttention):
+        @staticmethod
+        def normalise(scores):
+            return dy.logistic(scores)
+    return SigmoidAttention
+
+
 def build(name: str, vocab):
     from course import lm
     from course.layers import CausalAttention
@@ -57,8 +71,8 @@ def build(name: str, vocab):
     model = lm.RNNLM(vocab, cell, WIDTH, WIDTH)
     if name.startswith("attn"):        # the LSTM the model was made with is replaced (its parameters stay, unused)
         heads = 4 if name == "attn-4" else 1
-        weights = "sigmoid" if name == "attn-sigmoid" else "softmax"
-        model.layers[0] = CausalAttention(model.pc, WIDTH, WIDTH, heads=heads, positions=POSITIONS, weights=weights)
+        kind = sigmoid_attention() if name == "attn-sigmoid" else CausalAttention
+        model.layers[0] = kind(model.pc, WIDTH, WIDTH, heads=heads, positions=POSITIONS)
     if name == "lstm+attn":
         model.layers.append(CausalAttention(model.pc, WIDTH, WIDTH, heads=4))
     return model

@@ -123,15 +123,16 @@ class CausalAttention:
     built step by step by the gates, and can only decay; here they are scalars, computed for
     all positions at once and normalised by one softmax, at a cost quadratic in the length.
 
-    Three options turn it into the models lecture 11 compares (the defaults are the layer above):
+    Two options, and one method, turn it into the models lecture 11 compares (the defaults are the
+    layer above):
 
     * ``heads``: n heads, each on its own d / n rows of W_q, W_k, W_v, scaled by sqrt(d / n):
       n scalar weights per word, between one scalar and the LSTM's vector of d;
     * ``positions``: a learned vector per position (up to that many words) added to x_t, so
       that the layer knows the order of the words without a recurrent layer below it (0: none);
-    * ``weights="sigmoid"``: each weight sigma(q_t . k_j / sqrt(d)) on its own, in (0, 1) and not
-      normalised, so their sum grows with the length as the LSTM's memory can ("softmax": a
-      distribution over j <= t).
+    * :meth:`normalise` makes the weights from the scores: a softmax over j <= t, a distribution.
+      bench/attention_compare.py overrides it with weights that are not normalised (each in (0, 1)
+      on its own, so that their sum grows with the length as the LSTM's memory can).
 
     ``record = True`` keeps the weights of the last run in ``recorded``: one (T, T, batch) array
     per head, [t, j] the weight of word j at position t.
@@ -139,14 +140,10 @@ class CausalAttention:
     It carries nothing from one segment of a stream to the next; each segment attends within
     itself."""
 
-    WEIGHTS = ("softmax", "sigmoid")
-
-    def __init__(self, pc, d_in: int, d: int, heads: int = 1, positions: int = 0, weights: str = "softmax"):
+    def __init__(self, pc, d_in: int, d: int, heads: int = 1, positions: int = 0):
         if d % heads:
             raise ValueError(f"{heads} heads must divide the width d = {d}")
-        if weights not in self.WEIGHTS:
-            raise ValueError(f"weights must be one of {self.WEIGHTS}, got {weights!r}")
-        self.d, self.heads, self.positions, self.weights = d, heads, positions, weights
+        self.d, self.heads, self.positions = d, heads, positions
         self.W = {name: pc.add_parameters((d, d_in), name=name) for name in ("Wq", "Wk", "Wv")}
         if positions:
             self.P = pc.add_parameters((d_in, positions), init=dy.NormalInitializer(0.0, 0.1), name="P")
@@ -158,6 +155,11 @@ class CausalAttention:
     @staticmethod
     def values(state) -> list:
         return []
+
+    @staticmethod
+    def normalise(scores):
+        """The weights from the masked scores [j, t]: column t a distribution over j <= t."""
+        return dy.softmax(scores, d=0)
 
     def run(self, state, xs):
         T = len(xs)
@@ -174,7 +176,7 @@ class CausalAttention:
         for i in range(self.heads):
             q, k, v = (M if self.heads == 1 else dy.pick_range(M, i * d_k, (i + 1) * d_k) for M in (Q, K, V))
             scores = dy.transpose(k) * q / np.sqrt(d_k) + dy.inputTensor(later)
-            A = dy.softmax(scores, d=0) if self.weights == "softmax" else dy.logistic(scores)
+            A = self.normalise(scores)
             parts.append(v * A)                                         # column t: sum_j a_tj v_j
             if self.record:
                 self.recorded.append(np.reshape(dy.transpose(A).npvalue(), (T, T, -1)))

@@ -221,7 +221,7 @@ def by_course_layer(p, X, heads):
     # course.layers.CausalAttention run on the grader's weights, its tanh undone, positions and W_o added
     from course.layers import CausalAttention
     layer = CausalAttention.__new__(CausalAttention)
-    layer.d, layer.heads, layer.positions, layer.weights, layer.record = 8, heads, 0, "softmax", False
+    layer.d, layer.heads, layer.positions, layer.record = 8, heads, 0, False
     layer.W = {"Wq": Weight(p["W_q"]), "Wk": Weight(p["W_k"]), "Wv": Weight(p["W_v"])}
     T = X.dim()[0][1]
     Xp = X + dy.select_cols(p["P"], list(range(T)))
