@@ -105,6 +105,8 @@ bench: $(STAMP)
 	$(PY) bench/converge_tables.py
 	$(PY) bench/engine_speed.py --repeats 3
 	$(PY) bench/tbptt.py
+	$(PY) bench/attention_cost.py
+	$(PY) bench/attention_compare.py
 	$(PY) bench/hub_load.py
 	$(PY) bench/platforms.py
 

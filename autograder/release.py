@@ -16,7 +16,7 @@ INCLUDE = ["exercises", "lectures", "course", "data/course", "data/README.md", "
            "pyproject.toml", "environment.yml", "LICENSE"]
 STUDENT_README = """# RNN language models with DyNet: student release
 
-Lectures (`lectures/`, read them in order, 00 to 10) and graded exercises (`exercises/`, one
+Lectures (`lectures/`, read them in order, {chapters}) and graded exercises (`exercises/`, one
 per lecture), with the `course` package they use and the course's corpus. It runs on macOS,
 Windows and Linux, on a laptop CPU.
 
@@ -77,7 +77,9 @@ measured tables and figures the lectures cite.
 def student_readme() -> str:
     """The README, with the due dates and the late policy as autograder/deadlines.toml says now."""
     from autograder import late_policy
-    return STUDENT_README + "\n## Due dates\n\n" + late_policy.describe(late_policy.load()) + "\n"
+    numbers = sorted(path.name[:2] for path in (ROOT / "lectures").glob("[0-9][0-9]_*.ipynb"))
+    chapters = f"{numbers[0]} to {numbers[-1]}" if numbers else "by number"
+    return STUDENT_README.replace("{chapters}", chapters) + "\n## Due dates\n\n" + late_policy.describe(late_policy.load()) + "\n"
 
 
 def build(out: Path) -> Path:

@@ -5,12 +5,14 @@ A lecture displays an equation of a source text with ``\\tag{N}`` and cites it i
 "their eq 6" or "(D3)". Every number is read in a *namespace*, the text it comes from:
 
 =====  =========================================================================
-T      the tutorial chapter (the default everywhere but lecture 08)
+T      the tutorial chapter (the default everywhere but lectures 08 and 11)
 WS     the weighted-sum paper, workshop version (the default in lecture 08)
 WS2    the weighted-sum paper, later version
 RAN    the recurrent additive networks paper
 D      the course's own dropout equations of lecture 09, written (D1)...(D5)
 O      the "Odyssey" paper, cited in lecture 07 as "their eq 6"
+A      the course's own attention equations of lecture 11 (causal self-attention, multi-head), the
+       default there: no seed text numbers them
 =====  =========================================================================
 
 A tag may name the namespace and give several names to one display:
@@ -23,8 +25,9 @@ from __future__ import annotations
 
 import re
 
-NAMESPACES = ("T", "WS2", "WS", "RAN", "D", "O")
-DEFAULT_NAMESPACE = {"08": "WS"}          # lecture number -> namespace of a bare "eq N"
+from course.book import DEFAULT_NAMESPACE  # noqa: E402  (lecture number -> namespace of a bare "eq N")
+
+NAMESPACES = ("T", "WS2", "WS", "RAN", "D", "O", "A")
 THEIR = {"07": "O"}                       # lecture number -> the text "their eq N" means
 
 #: equations the lectures cite and say are the same as one they display

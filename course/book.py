@@ -29,6 +29,10 @@ BOOK_ROOT = "/services/book/"
 #: where `make book` writes the book in a checkout
 BUILT = ROOT / "_build" / "html"
 
+#: lecture number -> the text a bare "eq N" of that lecture is numbered in (the tutorial's, "T", elsewhere);
+#: book/equations.py reads it too
+DEFAULT_NAMESPACE = {"08": "WS", "11": "A"}
+
 #: an answer cell's first line: the lecture, then a section ("...") or an equation ([WS] eq 9)
 LECTURE_LINE = re.compile(r'# The lecture: \.\./lectures/(?P<page>\d\d_\w+)\.ipynb, '
                           r'(?:section "(?P<section>[^"\n]+)"|(?P<equation>(?:\[\w+\] )?eq \w+))')
@@ -52,7 +56,7 @@ def anchor(chapter: str, where: str) -> str:
     has a second id there; where the book is built, the id that page really has is chosen."""
     m = re.fullmatch(r"(?:eq\s+|\[(\w+)\]\s*(?:eq\s+)?)([A-Z]?)(\d+)", where.strip())
     if m:                                    # "eq 59" (the tutorial's), "[WS] 8", "eq D2" (lecture 09's own)
-        base = f"eq-{(m[1] or m[2] or 'T').lower()}-{m[3]}"
+        base = f"eq-{(m[1] or m[2] or DEFAULT_NAMESPACE.get(chapter[:2], 'T')).lower()}-{m[3]}"
         wanted = [base, f"{base}-{chapter[:2]}", f"{base}-{chapter}"]
     else:                                    # as docutils makes a heading's id; a title may be shortened
         text = unicodedata.normalize("NFKD", where).encode("ascii", "ignore").decode().lower()

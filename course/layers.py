@@ -123,13 +123,31 @@ class CausalAttention:
     built step by step by the gates, and can only decay; here they are scalars, computed for
     all positions at once and normalised by one softmax, at a cost quadratic in the length.
 
-    It has no order of its own (a sum does not know where j was): stack it on a recurrent
-    layer, whose outputs do. It carries nothing from one segment of a stream to the next;
-    each segment attends within itself."""
+    Two options, and one method, turn it into the models lecture 11 compares (the defaults are the
+    layer above):
 
-    def __init__(self, pc, d_in: int, d: int):
-        self.d = d
+    * ``heads``: n heads, each on its own d / n rows of W_q, W_k, W_v, scaled by sqrt(d / n):
+      n scalar weights per word, between one scalar and the LSTM's vector of d;
+    * ``positions``: a learned vector per position (up to that many words) added to x_t, so
+      that the layer knows the order of the words without a recurrent layer below it (0: none);
+    * :meth:`normalise` makes the weights from the scores: a softmax over j <= t, a distribution.
+      bench/attention_compare.py overrides it with weights that are not normalised (each in (0, 1)
+      on its own, so that their sum grows with the length as the LSTM's memory can).
+
+    ``record = True`` keeps the weights of the last run in ``recorded``: one (T, T, batch) array
+    per head, [t, j] the weight of word j at position t.
+
+    It carries nothing from one segment of a stream to the next; each segment attends within
+    itself."""
+
+    def __init__(self, pc, d_in: int, d: int, heads: int = 1, positions: int = 0):
+        if d % heads:
+            raise ValueError(f"{heads} heads must divide the width d = {d}")
+        self.d, self.heads, self.positions = d, heads, positions
         self.W = {name: pc.add_parameters((d, d_in), name=name) for name in ("Wq", "Wk", "Wv")}
+        if positions:
+            self.P = pc.add_parameters((d_in, positions), init=dy.NormalInitializer(0.0, 0.1), name="P")
+        self.record, self.recorded = False, []
 
     def start(self, batch_size: int, values=None):
         return ()
@@ -138,12 +156,29 @@ class CausalAttention:
     def values(state) -> list:
         return []
 
+    @staticmethod
+    def normalise(scores):
+        """The weights from the masked scores [j, t]: column t a distribution over j <= t."""
+        return dy.softmax(scores, d=0)
+
     def run(self, state, xs):
         T = len(xs)
         X = dy.concatenate_cols(xs)                                     # d_in x T, a batch
+        if self.positions:
+            if T > self.positions:
+                raise ValueError(f"a sentence of {T} tokens is longer than the {self.positions} positions "
+                                 "this attention layer has vectors for: make it with more positions")
+            X = X + dy.select_cols(self.P.expr(True), list(range(T)))
         Q, K, V = (self.W[name].expr(True) * X for name in ("Wq", "Wk", "Wv"))
+        d_k = self.d // self.heads
         later = np.tril(np.full((T, T), -1e9), k=-1)                    # [j, t] with j > t: masked
-        scores = dy.transpose(K) * Q / np.sqrt(self.d) + dy.inputTensor(later)
-        C = V * dy.softmax(scores, d=0)                                 # column t: sum_j a_tj v_j
-        H = dy.tanh(C)
+        parts, self.recorded = [], []
+        for i in range(self.heads):
+            q, k, v = (M if self.heads == 1 else dy.pick_range(M, i * d_k, (i + 1) * d_k) for M in (Q, K, V))
+            scores = dy.transpose(k) * q / np.sqrt(d_k) + dy.inputTensor(later)
+            A = self.normalise(scores)
+            parts.append(v * A)                                         # column t: sum_j a_tj v_j
+            if self.record:
+                self.recorded.append(np.reshape(dy.transpose(A).npvalue(), (T, T, -1)))
+        H = dy.tanh(parts[0] if self.heads == 1 else dy.concatenate(parts, d=0))
         return state, [dy.pick(H, t, 1) for t in range(T)]

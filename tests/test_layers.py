@@ -145,3 +145,44 @@ def test_a_model_with_a_layer_of_ones_own_is_refused_where_it_cannot_work(tmp_pa
     model.layers.append(CausalAttention(model.pc, 12, 12))
     with pytest.raises(ValueError, match="lateral"):
         lm.evaluate(model, SENTENCES[:2])
+
+
+def test_attention_with_heads_and_positions_is_the_formula_and_records_its_weights():
+    """Lecture 11's options: n heads, each on its own d / n rows and scaled by sqrt(d / n); learned
+    positions added to the inputs (a sentence longer than the table is refused); the weights kept
+    on request, a distribution over j <= t at every position; ``normalise`` replaced by a subclass."""
+    runtime.init(seed=8)
+    pc = dy.ParameterCollection()
+    layer = CausalAttention(pc, 4, 6, heads=2, positions=5)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4, 5, 3))                         # d_in x T x batch
+    layer.record = True
+    dy.renew_cg()
+    _, hs = layer.run(layer.start(3), [dy.inputTensor(X[:, t, :], batched=True) for t in range(5)])
+    got = np.stack([h.npvalue() for h in hs], axis=1)
+    Wq, Wk, Wv = (layer.W[name].as_array() for name in ("Wq", "Wk", "Wv"))
+    Xp = X + layer.P.as_array()[:, :, None]
+    for b in range(3):
+        for t in range(5):
+            parts = []
+            for rows in (slice(0, 3), slice(3, 6)):
+                q, K, V = Wq[rows] @ Xp[:, t, b], Wk[rows] @ Xp[:, :t + 1, b], Wv[rows] @ Xp[:, :t + 1, b]
+                a = np.exp(q @ K / np.sqrt(3))
+                parts.append(V @ (a / a.sum()))
+                np.testing.assert_allclose(layer.recorded[len(parts) - 1][t, :t + 1, b], a / a.sum(), rtol=1e-4)
+            np.testing.assert_allclose(got[:, t, b], np.tanh(np.concatenate(parts)), rtol=1e-4, atol=1e-6)
+    assert all(np.all(A[np.triu_indices(5, 1)] == 0) for A in layer.recorded)      # no later word
+    with pytest.raises(ValueError, match="longer than the 5 positions"):
+        layer.run(layer.start(1), [dy.inputTensor(X[:, 0, 0])] * 6)
+    with pytest.raises(ValueError, match="must divide"):
+        CausalAttention(pc, 4, 6, heads=4)
+
+    class Halved(CausalAttention):
+        @staticmethod
+        def normalise(scores):
+            return dy.softmax(scores, d=0) * 0.5
+    halved = Halved(pc, 4, 6, heads=2, positions=5)
+    halved.record = True
+    dy.renew_cg()
+    halved.run(halved.start(3), [dy.inputTensor(X[:, t, :], batched=True) for t in range(5)])
+    np.testing.assert_allclose(halved.recorded[0].sum(axis=1), 0.5, rtol=1e-5)

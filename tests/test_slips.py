@@ -343,8 +343,50 @@ SLIPS = [
          visible="mc_dropout_perplexity_tests", shows="so the perplexity is 5",
          failing=("ch09.mc_dropout_perplexity",),
          says="len(s) + 1 predictions per sentence", score=7),
+    # ------------------------------------------------------------------ 11: causal_attention
+    Slip("mask off by one: the next word visible", "11_attention", "causal_attention",
+         old="np.tril(np.full((T, T), -1e9), k=-1)",
+         new="np.tril(np.full((T, T), -1e9), k=-2)",
+         visible="attention_causal", shows="changing word 5 changed the output at position(s) [4]",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_causal", "ch11.attention_long"),
+         says="position t sees position t + 1", score=1.5),
+    Slip("mask off by one: the word itself hidden", "11_attention", "causal_attention",
+         old="np.tril(np.full((T, T), -1e9), k=-1)",
+         new="np.tril(np.full((T, T), -1e9), k=0)",
+         visible="attention_values", shows="with one head, H of the first sentence is",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_causal", "ch11.attention_long"),
+         says="position t does not see itself", score=1.5),
+    Slip("scores not scaled", "11_attention", "causal_attention",
+         old="dy.transpose(k) * q / np.sqrt(d_k) +",
+         new="dy.transpose(k) * q +",
+         visible="attention_values", shows="with one head, H of the first sentence is",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_long"),
+         says="the scores are not scaled", score=3),
+    Slip("scores scaled by sqrt(d), not each head's sqrt(d_k)", "11_attention", "causal_attention",
+         old="q / np.sqrt(d_k)",
+         new="q / np.sqrt(d)",
+         visible="attention_values", shows="with two heads, H of the first sentence is",
+         failing=("ch11.attention_heads", "ch11.attention_long"),
+         says="divided by sqrt(d), the whole width", score=4),
+    Slip("softmax over the wrong axis (the queries)", "11_attention", "causal_attention",
+         old="dy.softmax(scores, d=0)",
+         new="dy.softmax(scores, d=1)",
+         visible="attention_values", shows="with one head, H of the first sentence is",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_causal", "ch11.attention_long"),
+         says="the softmax runs over the wrong axis", score=1.5),
+    Slip("no causal mask: future positions visible", "11_attention", "causal_attention",
+         old="scores = dy.transpose(k) * q / np.sqrt(d_k) + dy.inputTensor(later)",
+         new="scores = dy.transpose(k) * q / np.sqrt(d_k)",
+         visible="attention_causal", shows="changing word 5 changed the output at position(s) [1, 2, 3, 4]",
+         failing=("ch11.attention_causal", "ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_long"),
+         says="position t sees the later positions", score=1.5),
+    Slip("positions not added", "11_attention", "causal_attention",
+         old='X = X + dy.select_cols(p["P"], list(range(T)))',
+         new="X = X",
+         visible="attention_values", shows="with one head, H of the first sentence is",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_lengths", "ch11.attention_long"),
+         says="the positions are not added", score=2.5),
 ]
-
 
 def solution_with(slip: Slip):
     """The solution notebook with the slip in its answer cell."""
@@ -475,10 +517,13 @@ def test_a_cell_splits_its_points_as_its_calls_say():
 
 
 def points_table() -> str:
-    """Each test cell's points and their split over its checks, chapters 02-09."""
+    """Each test cell's points and their split over its checks, for every chapter with a cell that
+    splits its points (00, 01 and the capstone hold one check per cell: nothing to split)."""
     lines = ["| chapter | test cell: points = check points + ... | total |", "|---|---|---|"]
-    for path in sorted((ROOT / "solutions").glob("0[2-9]_*.ipynb")):
+    for path in sorted((ROOT / "solutions").glob("*.ipynb")):
         spec = trusted.spec_of(path)
+        if all(len(shares) == 1 for shares in spec.shares.values()):
+            continue
         cells = "; ".join(f"`{gid}` {points:g} = " + " + ".join(f"{name.split('.')[1]} {share:g}"
                                                               for name, share in spec.shares[gid].items())
                           for gid, points, _ in spec.tests)

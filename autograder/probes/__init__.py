@@ -23,7 +23,8 @@ import threading
 import numpy as np
 
 #: probes whose sandbox result is a traced program (autograder/probes/trace.py), not numbers
-TRACED = {"autograder.probes:step": "autograder.probes.trace:trace_step"}
+TRACED = {"autograder.probes:step": "autograder.probes.trace:trace_step",
+          "autograder.probes:sequence": "autograder.probes.trace:trace_sequence"}
 ATOL = 1e-5          # outputs: max abs difference (float32 arithmetic in DyNet)
 GRAD_RTOL = 1e-4     # gradients: relative to the largest reference gradient
 
@@ -98,6 +99,50 @@ def run_step(step, inputs: dict) -> dict:
         check_state(state, len(inputs["state0"]))
         states.append(state)
     return measure(states, P, inputs)
+
+
+# ------------------------------------------------------------------ sequence functions (chapter 11)
+# A sequence function sees a whole sentence at once: ``f(p, X, heads) -> H``, X and H expressions
+# ((d, T), B), the T positions of B sentences side by side (chapter 11's causal self-attention).
+# Its inputs are shaped as a step's, so that the trusted grader moves them to a fresh point alike:
+# ``xs`` holds one X, (1, d, T, B); ``state0`` is empty; ``projection`` is (d, T), the loss's weights.
+def sequence_output(H, inputs: dict):
+    """The function's result as an expression ((d, T), B), or TypeError saying what it is."""
+    d, T, B = inputs["xs"].shape[1:]
+    if not hasattr(H, "dim"):
+        raise TypeError(f"{inputs['function']} must return a DyNet expression, got {type(H).__name__}")
+    dims, batch = H.dim()
+    if tuple(dims) not in ((d, T),) + (((d,),) if T == 1 else ()) or batch != B:
+        raise TypeError(f"{inputs['function']} must return ((d, T), B) = (({d}, {T}), {B}): one column per "
+                        f"position, the batch kept; got {tuple(dims)}, batch {batch}")
+    return H
+
+
+def measure_sequence(H, P: dict, inputs: dict) -> dict:
+    """The outputs (d, T, B) and, through the fixed projection of every position as the loss,
+    every parameter's gradient, as NumPy arrays."""
+    dy = dynet()
+    d, T, B = inputs["xs"].shape[1:]
+    H = dy.reshape(H, (d, T), batch_size=B)
+    loss = dy.sum_batches(dy.sum_elems(dy.cmult(dy.inputTensor(inputs["projection"]), H)))
+    loss.forward()
+    loss.backward()
+    return {"outputs": np.reshape(H.npvalue(), (d, T, B)),
+            "grads": {name: param.grad_as_array() for name, param in P.items()}}
+
+
+def run_sequence(fn, inputs: dict) -> dict:
+    """Run a sequence function on the inputs in this process: its outputs and parameter gradients."""
+    dy = dynet()
+    pc, P, p = parameters(inputs["params"])
+    X = dy.inputTensor(inputs["xs"][0], batched=True)
+    H = sequence_output(fn(p, X, int(inputs["heads"])), inputs)
+    return measure_sequence(H, P, inputs)
+
+
+def sequence(functions: dict, inputs: dict) -> dict:
+    """The probe of every sequence-function check (traced in the sandbox: trace.trace_sequence)."""
+    return run_sequence(functions[inputs["function"]], inputs)
 
 
 def compare(got: dict, expected: dict, atol: float = ATOL, grad_rtol: float = GRAD_RTOL) -> list[str]:

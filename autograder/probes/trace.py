@@ -207,12 +207,60 @@ def trace_step(functions: dict, inputs: dict) -> dict:
     return {"ops": tape.ops, "outputs": outputs}
 
 
+# Chapter 11: the course ships a causal attention layer (course.layers.CausalAttention, which lecture
+# 11's models use); while the student's function is traced, its run refuses to work and any run of
+# its code counts as reaching it (autograder.probes.run_refusing, as chapters 02, 03 and 06 do):
+# "write the attention yourself". Its code is taken when the sandbox loads this module.
+def _course_attention():
+    from course.layers import CausalAttention
+    return CausalAttention.run
+
+
+COURSE_ATTENTION = _course_attention()
+COURSE_ATTENTION_CODE = (COURSE_ATTENTION.__code__,)
+
+
+def _refused_attention(*args, **kwargs):
+    raise RuntimeError("course.layers.CausalAttention cannot be used in causal_attention: write the "
+                       "attention yourself")
+
+
+def trace_sequence(functions: dict, inputs: dict) -> dict:
+    """Run the student's sequence function (``f(p, X, heads) -> H``, chapter 11) on the grader's
+    inputs, traced: the program and, as its one "step", the node of H."""
+    global _tape
+    from autograder import probes
+    fn = functions[inputs["function"]]
+    input_tensor = ORIGINAL.get("inputTensor") or probes.dynet().inputTensor
+    pc, _, real = probes.parameters(inputs["params"])
+    tape = Tape()
+    p = {name: tape.leaf("param", name, expr) for name, expr in real.items()}
+    X = tape.leaf("x", 0, input_tensor(inputs["xs"][0], batched=True))
+    _tape = tape
+    try:
+        H, reached = probes.run_refusing(lambda: fn(p, X, int(inputs["heads"])), [COURSE_ATTENTION],
+                                         COURSE_ATTENTION_CODE, _refused_attention)
+        if reached:
+            raise TraceError(f"{inputs['function']} reached course.layers.CausalAttention (or undid the "
+                             "grader's watch over it): write the attention yourself")
+        H = probes.sequence_output(H, inputs)
+        if not (isinstance(H, Traced) and H.tape is tape):
+            raise TraceError(f"{inputs['function']} must return an expression computed from p and X "
+                             "with DyNet operations")
+    finally:
+        _tape = None
+    return {"ops": tape.ops, "outputs": [[H.node]]}
+
+
 def replay(program: dict, inputs: dict) -> dict:
     """Run a traced step's program with DyNet (no student code): the same numbers
-    :func:`autograder.probes.run_step` returns for a step function."""
+    :func:`autograder.probes.run_step` returns for a step function (for a sequence function,
+    ``inputs["sequence"]``: what :func:`autograder.probes.run_sequence` returns). Which of the
+    two is decided by the grader's inputs, never by the program."""
     from autograder import probes
     dy = probes.dynet()
-    ops, outputs = _validated(program, len(inputs["xs"]), len(inputs["state0"]))
+    sequence = bool(inputs.get("sequence"))
+    ops, outputs = _validated(program, len(inputs["xs"]), 1 if sequence else len(inputs["state0"]))
     pc, P, p = probes.parameters(inputs["params"])
     leaves = {"param": p, "x": inputs["xs"], "state0": inputs["state0"]}
     nodes = []
@@ -244,6 +292,8 @@ def replay(program: dict, inputs: dict) -> dict:
         function = OPERATORS.get(name) or getattr(dy, name)
         nodes.append(function(*decode(args), **{k: decode(v) for k, v in kwargs.items()}))
     states = [tuple(nodes[i] for i in step) for step in outputs]
+    if sequence:
+        return probes.measure_sequence(probes.sequence_output(states[0][0], inputs), P, inputs)
     return {**probes.measure(states, P, inputs), "fused": float(any(op[0] in FUSED for op in ops))}
 
 

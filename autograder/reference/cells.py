@@ -410,6 +410,36 @@ def make_cell(name, forget_bias=None):
 
 
 # --------------------------------------------------------------------------
+# Causal self-attention (chapter 11): a sequence function, not a step
+# --------------------------------------------------------------------------
+def causal_attention(p, X, heads):
+    """Multi-head causal self-attention over a whole sentence ([WS2] section 4 names it
+    beside eq 9; the formulas are the scaled dot product's). With d = X's rows and
+    d_k = d / heads, for position t and head i (rows i d_k .. (i+1) d_k of W_q, W_k, W_v)::
+
+        x'_j   = x_j + P[:, j]                                   positions, added
+        q_t    = W_q x'_t,  k_j = W_k x'_j,  v_j = W_v x'_j
+        a_tj   = softmax_j(q_t^i . k_j^i / sqrt(d_k))            over j <= t only
+        head_t = sum_{j <= t} a_tj v_j^i
+        h_t    = W_o [head_t^1; ...; head_t^heads]
+
+    ``p``: ``W_q, W_k, W_v, W_o (d, d)``, ``P (d, T_max)``; ``X``: ((d, T), B); returns
+    H ((d, T), B)."""
+    d = X.dim()[0][0]
+    T = X.dim()[0][1] if len(X.dim()[0]) > 1 else 1
+    d_k = d // heads
+    X = X + dy.select_cols(p["P"], list(range(T)))
+    Q, K, V = p["W_q"] * X, p["W_k"] * X, p["W_v"] * X
+    later = np.triu(np.full((T, T), -1e9), k=1).T            # [j, t]: key j after query t is hidden
+    outputs = []
+    for i in range(heads):
+        q, k, v = (dy.pick_range(M, i * d_k, (i + 1) * d_k) for M in (Q, K, V))
+        scores = dy.transpose(k) * q / np.sqrt(d_k) + dy.inputTensor(later)   # [j, t]
+        outputs.append(v * dy.softmax(scores, d=0))           # column t: sum_j a_tj v_j
+    return p["W_o"] * dy.concatenate(outputs, d=0)
+
+
+# --------------------------------------------------------------------------
 # Copying DyNet builders' weights into the course's layout (see module docstring)
 # --------------------------------------------------------------------------
 def params_from_vanilla_lstm_builder(builder, forget_bias=1.0):

@@ -373,6 +373,35 @@ def srnn_step_backward(dh, x, h_prev, h, W_xh, W_hh):
     return (np.hstack([p["dx"] for p in parts]), np.hstack([p["dh_prev"] for p in parts]),
             sum(p["dW_xh"] for p in parts), sum(p["dW_hh"] for p in parts), sum(p["db_h"] for p in parts))
 """
+# Chapter 11: causal self-attention written with the scores the other way round from the solution's
+# ([t, j], each row a query, softmax over a row), so the sample class also shows the layout is free.
+ATTENTION = """import numpy as np
+
+from course import runtime
+dy = runtime.dynet()
+
+
+def causal_attention(p, X, heads):
+    (d, T), _ = X.dim() if len(X.dim()[0]) == 2 else ((X.dim()[0][0], 1), None)
+    d_k = d // heads
+    X = X + dy.select_cols(p["P"], list(range(T)))
+    mask = np.triu(np.full((T, T), -1e9), k={k})            # [t, j]
+    heads_out = []
+    for i in range(heads):
+        q, k, v = (dy.pick_range(p[W] * X, i * d_k, (i + 1) * d_k) for W in ("W_q", "W_k", "W_v"))
+        scores = dy.transpose(q) * k{scale}{mask}
+        heads_out.append(v * dy.transpose(dy.softmax(scores, d={axis})))
+    return p["W_o"] * dy.concatenate(heads_out, d=0)
+"""
+ATTENTION_KW = {"k": 1, "scale": " / np.sqrt(d_k)", "mask": " + dy.inputTensor(mask)", "axis": 1}
+ATTENTION_RIGHT = ATTENTION.format(**ATTENTION_KW)
+ATTENTION_NEXT_WORD = ATTENTION.format(**{**ATTENTION_KW, "k": 2})          # the mask off by one
+ATTENTION_UNSCALED = ATTENTION.format(**{**ATTENTION_KW, "scale": ""})
+ATTENTION_UNMASKED = ATTENTION.format(**{**ATTENTION_KW, "mask": ""})       # future positions visible
+ATTENTION_OVER_QUERIES = ATTENTION.format(**{**ATTENTION_KW, "axis": 0})    # softmax over the wrong axis
+#: the checks a wrong attention still passes (the slip table: autograder/README.md)
+MASK_SLIP_KEEPS = {"ch11.attention_gradients": True, "ch11.attention_lengths": True}
+UNSCALED_KEEPS = {**MASK_SLIP_KEEPS, "ch11.attention_causal": True}
 #: words a student's record (reason, notes, grade CSV) must never hold
 ABSENT = {"forged_frames": ["HYPERLINK", "not confined", "regrade by hand"],
           '=HYPERLINK("evil.example","x")': []}
@@ -477,6 +506,17 @@ STUDENTS = {
     "backward_by_dynet": ("02_srnn", {"rnn_step": SRNN, "srnn_step_backward": BACKWARD_BY_DYNET},
                           {"rnn_step": RIGHT, "srnn_step_backward": WRONG}, {}, ["graded"],
                           "asks DyNet for the gradients", None),
+    "attention_correct": ("11_attention", {"causal_attention": ATTENTION_RIGHT}, {"causal_attention": RIGHT}, {},
+                          ["graded"], None, None),
+    "attention_next_word_visible": ("11_attention", {"causal_attention": ATTENTION_NEXT_WORD},
+                                    {"causal_attention": WRONG}, MASK_SLIP_KEEPS, ["graded"],
+                                    "position t sees position t + 1", None),
+    "attention_unscaled": ("11_attention", {"causal_attention": ATTENTION_UNSCALED}, {"causal_attention": WRONG},
+                           UNSCALED_KEEPS, ["graded"], "not scaled", None),
+    "attention_unmasked": ("11_attention", {"causal_attention": ATTENTION_UNMASKED}, {"causal_attention": WRONG},
+                           MASK_SLIP_KEEPS, ["graded"], "sees the later positions", None),
+    "attention_softmax_over_queries": ("11_attention", {"causal_attention": ATTENTION_OVER_QUERIES},
+                                       {"causal_attention": WRONG}, MASK_SLIP_KEEPS, ["graded"], "wrong axis", None),
     '=HYPERLINK("evil.example","x")': ("05_gru", {"gru_step": GRU_RIGHT}, {"gru_step": WRONG}, {}, ["failed"],
                                        "student folder", None),
 }

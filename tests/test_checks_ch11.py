@@ -1,0 +1,319 @@
+"""Chapter 11's checks (causal self-attention): the references agree, the solution passes, each slip
+fails exactly the checks of the part it breaks with a message that names it, the traced program
+replays at a fresh point as the function itself computes there, and the real grader
+(`python -m autograder.grade autograde`, then `grades`) gives the solution full marks, the stub 0
+and each sample student of chapter 11 its expected score, with the slip named."""
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from course import runtime
+
+dy = runtime.dynet()
+
+from autograder import probes, trusted  # noqa: E402
+from autograder.probes import trace  # noqa: E402
+from autograder.reference import ch11_attention as ch11  # noqa: E402
+from autograder.reference import grading  # noqa: E402
+from autograder.reference.cells import causal_attention as reference_attention  # noqa: E402
+from autograder.samples import make_samples  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
+
+CHECKS = {c.name: c for c in ch11.CHECKS}
+ALL = set(CHECKS)
+SAMPLES = {name: info for name, info in json.loads((ROOT / "autograder" / "samples" / "expected.json").read_text()).items()
+           if info["notebook"] == "11_attention"}
+
+
+def problems(fn, name):
+    return grading.run_check(CHECKS[name], {"causal_attention": fn})
+
+
+def attention(p, X, heads, mask_k=-1, scale=True, axis=0, positions=True, project=True):
+    """The solution's attention with one part changed (a slip)."""
+    d = X.dim()[0][0]
+    T = X.dim()[0][1] if len(X.dim()[0]) > 1 else 1
+    d_k = d // heads
+    if positions:
+        X = X + dy.select_cols(p["P"], list(range(T)))
+    later = None if mask_k is None else np.tril(np.full((T, T), -1e9), k=mask_k)
+    outputs = []
+    for i in range(heads):
+        q, k, v = (dy.pick_range(p[W] * X, i * d_k, (i + 1) * d_k) for W in ("W_q", "W_k", "W_v"))
+        scores = dy.transpose(k) * q
+        if scale:
+            scores = scores / np.sqrt(d_k)
+        if mask_k is not None:
+            scores = scores + dy.inputTensor(later)
+        outputs.append(v * dy.softmax(scores, d=axis))
+    H = dy.concatenate(outputs, d=0)
+    return p["W_o"] * H if project else H
+
+
+def slip(**changed):
+    return lambda p, X, heads: attention(p, X, heads, **changed)
+
+
+def sample_function(source: str):
+    namespace = {}
+    exec(source, namespace)
+    return namespace["causal_attention"]
+
+
+def test_the_checks_are_registered_and_the_two_references_agree():
+    assert set(grading.chapter_checks("ch11")) == ALL
+    for c in ch11.CHECKS:
+        inputs = c.make_inputs()
+        got = probes.run_sequence(reference_attention, inputs)["outputs"]
+        assert np.abs(got - ch11.reference(inputs)).max() < 1e-5, c.name
+
+
+@pytest.mark.parametrize("fn", [reference_attention, slip(), sample_function(make_samples.ATTENTION_RIGHT)],
+                         ids=["reference", "solution's layout", "scores as [t, j], softmax over rows"])
+def test_correct_attention_passes_every_check(fn):
+    for name in ALL:
+        assert problems(fn, name) == [], name
+
+
+MISTAKES = {   # slip -> (the function, the checks it fails, a phrase of the first message)
+    "next word visible": (slip(mask_k=-2), ALL - {"ch11.attention_gradients", "ch11.attention_lengths"},
+                          "position t sees position t + 1"),
+    "itself hidden": (slip(mask_k=0), ALL - {"ch11.attention_gradients", "ch11.attention_lengths"},
+                      "does not see itself"),
+    "no mask": (slip(mask_k=None), ALL - {"ch11.attention_gradients", "ch11.attention_lengths"},
+                "sees the later positions"),
+    "no scaling": (slip(scale=False), {"ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_long"},
+                   "not scaled"),
+    "softmax over queries": (slip(axis=1), ALL - {"ch11.attention_gradients", "ch11.attention_lengths"},
+                             "wrong axis"),
+    "no positions": (slip(positions=False), ALL - {"ch11.attention_gradients", "ch11.attention_causal"},
+                     "positions are not added"),
+    "no W_o": (slip(project=False), ALL - {"ch11.attention_gradients", "ch11.attention_causal"},
+               "not multiplied by W_o"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_a_slip_fails_the_checks_of_its_part_and_is_named(name):
+    fn, failing, says = MISTAKES[name]
+    found = {c: problems(fn, c) for c in ALL}
+    assert {c for c, p in found.items() if p} == failing, found
+    for c in failing:
+        assert says in found[c][0], (c, found[c])
+
+
+def test_sqrt_d_for_every_head_fails_only_where_there_are_several_heads():
+    def by_width(p, X, heads):
+        return _scaled_by(p, X, heads, np.sqrt(X.dim()[0][0]))
+    found = {c: problems(by_width, c) for c in ALL}
+    assert {c for c, p in found.items() if p} == {"ch11.attention_heads", "ch11.attention_long"}, found
+    assert "sqrt(d), the whole width" in found["ch11.attention_heads"][0]
+
+
+def _scaled_by(p, X, heads, by):
+    d = X.dim()[0][0]
+    T = X.dim()[0][1] if len(X.dim()[0]) > 1 else 1
+    d_k = d // heads
+    X = X + dy.select_cols(p["P"], list(range(T)))
+    later = dy.inputTensor(np.tril(np.full((T, T), -1e9), k=-1))
+    outputs = []
+    for i in range(heads):
+        q, k, v = (dy.pick_range(p[W] * X, i * d_k, (i + 1) * d_k) for W in ("W_q", "W_k", "W_v"))
+        outputs.append(v * dy.softmax(dy.transpose(k) * q / by + later, d=0))
+    return p["W_o"] * dy.concatenate(outputs, d=0)
+
+
+def test_an_unknown_mistake_says_where_it_starts_and_a_wrong_shape_says_what_is_expected():
+    def tanh_added(p, X, heads):
+        return dy.tanh(reference_attention(p, X, heads))
+    said = problems(tanh_added, "ch11.attention_one_head")
+    assert len(said) == 1 and "differs from position 1 on" in said[0], said
+    with pytest.raises(TypeError, match=r"must return \(\(d, T\), B\)"):
+        problems(lambda p, X, heads: dy.transpose(reference_attention(p, X, heads)), "ch11.attention_heads")
+
+
+def test_the_causal_check_judges_causality_alone():
+    """A function whose values are wrong but that reads no later word passes the causal check (the
+    value checks say what is wrong); one that reads the next word fails it, whatever its values."""
+    assert problems(slip(scale=False), "ch11.attention_causal") == []
+    assert problems(slip(positions=False, mask_k=-2), "ch11.attention_causal") != []
+
+
+def test_values_computed_in_numpy_are_right_but_fail_the_gradients():
+    def numpy_inside(p, X, heads):
+        inputs = {"params": {k: v.npvalue() for k, v in p.items()}, "xs": X.npvalue()[None], "heads": heads}
+        return dy.inputTensor(ch11.reference(inputs), batched=True)
+    assert problems(numpy_inside, "ch11.attention_heads") == []          # in-process, at the same point
+    said = problems(numpy_inside, "ch11.attention_gradients")
+    assert said and "computed outside DyNet" in said[0], said
+
+
+# Tracing replaces DyNet's functions in the process that traces (as the sandbox does): in a process
+# of its own, so that the other tests keep plain DyNet.
+TRACED = """
+import json
+from course import runtime
+runtime.init(seed=1)
+import _dynet, dynet as dy
+import numpy as np
+from autograder import probes, trusted
+from autograder.probes import trace
+from autograder.reference import ch11_attention as ch11
+from autograder.reference.cells import causal_attention
+trace.install(dy, _dynet)
+checks = {c.name: c for c in ch11.CHECKS}
+found = {}
+
+inputs = checks["ch11.attention_long"].make_inputs()
+fresh = trusted.fresh_point(inputs, b"k" * 32, "ch11.attention_long")
+program = json.loads(json.dumps(trace.trace_sequence({"causal_attention": causal_attention}, inputs)))
+replayed = trace.replay(program, fresh)
+direct = ch11.reference(fresh)
+found["replayed vs reference at the fresh point"] = float(np.abs(replayed["outputs"] - direct).max())
+found["moved"] = float(np.abs(fresh["xs"] - inputs["xs"]).max())
+found["judged"] = ch11.judge_values(replayed, fresh) + ch11.judge_gradients(replayed, fresh)
+
+
+def constants(p, X, heads):      # the right numbers at the point it ran at, as constants
+    return dy.inputTensor(causal_attention(p, X, heads).npvalue(), batched=True) + X * 0.0
+
+
+found["constants"] = ch11.judge_values(trace.replay(trace.trace_sequence({"causal_attention": constants}, inputs),
+                                                    fresh), fresh)
+try:
+    trace.replay(program, {**inputs, "sequence": False})
+    found["as a step"] = "replayed"
+except ValueError as err:
+    found["as a step"] = str(err)
+
+
+def with_builder(p, X, heads):
+    dy.VanillaLSTMBuilder(1, 8, 8, dy.ParameterCollection())
+    return causal_attention(p, X, heads)
+
+
+try:
+    trace.trace_sequence({"causal_attention": with_builder}, inputs)
+    found["builder"] = "traced"
+except trace.TraceError as err:
+    found["builder"] = str(err)
+try:
+    trace.trace_sequence({"causal_attention": lambda p, X, heads: dy.transpose(causal_attention(p, X, heads))},
+                         inputs)
+    found["transposed"] = "traced"
+except TypeError as err:
+    found["transposed"] = str(err)
+
+
+class Weight:                     # what CausalAttention reads of a parameter: .expr(True)
+    def __init__(self, e):
+        self.e = e
+
+    def expr(self, *_):
+        return self.e
+
+
+def by_course_layer(p, X, heads):
+    # course.layers.CausalAttention run on the grader's weights, its tanh undone, positions and W_o added
+    from course.layers import CausalAttention
+    layer = CausalAttention.__new__(CausalAttention)
+    layer.d, layer.heads, layer.positions, layer.record = 8, heads, 0, False
+    layer.W = {"Wq": Weight(p["W_q"]), "Wk": Weight(p["W_k"]), "Wv": Weight(p["W_v"])}
+    T = X.dim()[0][1]
+    Xp = X + dy.select_cols(p["P"], list(range(T)))
+    _, hs = getattr(layer, "r" + "un")((), [dy.pick(Xp, t, 1) for t in range(T)])
+    return p["W_o"] * dy.atanh(dy.concatenate_cols(hs))
+
+
+try:
+    trace.trace_sequence({"causal_attention": by_course_layer}, inputs)
+    found["course layer"] = "traced"
+except trace.TraceError as err:
+    found["course layer"] = str(err)
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def traced():
+    done = subprocess.run([sys.executable, "-c", TRACED], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_traced_program_replays_at_a_fresh_point_as_the_function_computes_there(traced):
+    """What leaves the sandbox is a program; the grader runs it at inputs the function never saw.
+    Numbers computed at the point it ran at are constants there, and wrong at the fresh point."""
+    assert traced["moved"] > 1e-3
+    assert traced["replayed vs reference at the fresh point"] < 1e-4 and traced["judged"] == []
+    assert traced["constants"] and "differs" in traced["constants"][0], traced["constants"]
+
+
+def test_a_program_is_a_sequence_only_when_the_graders_inputs_say_so(traced):
+    assert traced["as a step"] == "the program's outputs do not match the steps"
+
+
+def test_the_course_attention_layer_is_refused_while_tracing(traced):
+    """course.layers.CausalAttention (shipped for lecture 11's models) computes most of the answer:
+    reached by any route while the student's function is traced, it refuses, and the trace fails
+    with the rule."""
+    assert "reached course.layers.CausalAttention" in traced["course layer"], traced["course layer"]
+
+
+def test_builders_are_refused_and_a_wrong_shape_is_named_while_tracing(traced):
+    assert "is not an operation a graded step function may use" in traced["builder"]
+    assert "must return ((d, T), B)" in traced["transposed"]
+
+
+# ------------------------------------------------------------------ the real grader, end to end
+@pytest.fixture(scope="module")
+def class_graded(tmp_path_factory):
+    """The solution, the stub and chapter 11's sample students, through the instructor's commands."""
+    tmp = tmp_path_factory.mktemp("ch11")
+    submissions, course = tmp / "class", tmp / "course"
+    for student, source in (("solution", ROOT / "solutions" / "11_attention.ipynb"),
+                            ("stub", ROOT / "exercises" / "11_attention.ipynb")):
+        (submissions / student).mkdir(parents=True)
+        (submissions / student / "11_attention.ipynb").write_bytes(source.read_bytes())
+    for student in SAMPLES:
+        make_samples.write_student(student, submissions)
+    run = subprocess.run([sys.executable, "-m", "autograder.grade", "autograde", str(submissions),
+                          "--course", str(course), "--workers", "2"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    grades = subprocess.run([sys.executable, "-m", "autograder.grade", "grades", "--course", str(course)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert grades.returncode == 0, grades.stdout + grades.stderr
+    rows = {r["student"]: r for r in csv.DictReader(open(course / "course-grades.csv"))}
+    told = {}
+    for student in rows:
+        record = json.loads((course / "trusted" / student / "11_attention.json").read_text())
+        told[student] = " ".join(p for c in record["cells"] for ps in c["checks"].values() for p in ps)
+    return rows, told
+
+
+def expected_score(info) -> float:
+    total = 0.0
+    for _, _, weights in trusted.spec_of(ROOT / "solutions" / "11_attention.ipynb").tests:
+        for name, points in weights.items():
+            if info["checks"].get(name, info["functions"]["causal_attention"]):
+                total += points
+    return total
+
+
+def test_the_grader_gives_the_solution_full_marks_and_the_stub_nothing(class_graded):
+    rows, told = class_graded
+    assert float(rows["solution"]["score"]) == 5.0, rows["solution"]
+    assert float(rows["stub"]["score"]) == 0.0 and "NotImplementedError" in told["stub"], rows["stub"]
+
+
+@pytest.mark.parametrize("student", sorted(SAMPLES))
+def test_each_sample_student_gets_its_score_and_its_slip_named(class_graded, student):
+    rows, told = class_graded
+    assert float(rows[student]["score"]) == pytest.approx(expected_score(SAMPLES[student])), rows[student]
+    if SAMPLES[student]["words"]:
+        assert SAMPLES[student]["words"] in told[student], told[student]
