@@ -122,7 +122,7 @@ step_tests() {
   # test_gpu.py runs the cell, LM and weight tests again in a process of their own, as it does anywhere.
   COURSE_GPU=1 "$VENV/bin/python" -m pytest -n 4 --dist loadgroup -p no:cacheprovider -rA \
     --junitxml="$RES/tests-junit.xml" tests/test_gpu.py tests/test_cells.py tests/test_lm.py \
-    tests/test_weights.py tests/test_sandbox.py tests/test_grading.py tests/test_checks_ch10.py
+    tests/test_weights.py tests/test_sandbox.py tests/test_grading.py tests/test_checks_ch10.py tests/test_checks_ch11.py
 }
 
 step_checks() {
@@ -167,7 +167,7 @@ step_speed() {
   if [ -f "$CARRY/ptb.tar.xz" ]; then
     mkdir -p "$DEV/ptb" && tar -xJf "$CARRY/ptb.tar.xz" -C "$DEV/ptb" && ptb_args=(--ptb "$DEV/ptb")
   fi
-  PYTHONUNBUFFERED=1 "$VENV/bin/python" bench/gpu_speed.py --rounds 3 --out "$RES" "${ptb_args[@]}"
+  PYTHONPATH="$ROOT" PYTHONUNBUFFERED=1 "$VENV/bin/python" bench/gpu_speed.py --rounds 3 --out "$RES" "${ptb_args[@]}"
 }
 
 # --------------------------------------------------------------------------- running them

@@ -7,6 +7,7 @@ import pytest
 
 from autograder import landlock, trusted
 from autograder.reference import cells, steps
+from course import runtime
 from tests.conftest import ROOT
 
 CHECK = steps.gradients_check("test.gru_step", "gru_step", "gru", seed=20261122)
@@ -128,6 +129,8 @@ def test_a_missing_function_is_reported_by_name():
     assert "gru_step is not defined" in problems[0]
 
 
+@pytest.mark.skipif(runtime.gpu_requested(), reason="the premise is a CPU's speed: on an H200 the 10,000 products "
+                    "ran within the 15 s (bench/results/gpu_run.md), and more would not fit the memory limit")
 def test_the_replay_of_a_traced_program_counts_in_the_submissions_time(correct):
     """A step whose DyNet operations are cheap to record and slow to run (lazy
     matrix products): the replay is stopped when the submission's time is up."""
