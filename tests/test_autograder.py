@@ -127,6 +127,13 @@ def graded(tmp_path_factory):
     return graded_class(tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def feedback_pages(graded):
+    """The class's feedback pages, made once (`make feedback`'s grade.write_feedback: a process per
+    page, about a minute for the class) and read by every test that checks them."""
+    return grade.write_feedback(graded["course"])
+
+
 def test_sample_submissions_are_generated_from_the_exercises(tmp_path, monkeypatch):
     monkeypatch.setattr(make_samples, "OUT", tmp_path / "submissions")
     monkeypatch.setattr(make_samples, "HERE", tmp_path)
@@ -212,8 +219,7 @@ def test_grade_table_csv_has_a_status_for_everyone(graded, tmp_path):
     assert all(r["reason"] for r in rows if r["status"] == "failed")
 
 
-def test_feedback_pages_show_checks_but_no_hidden_test_or_reference_value(graded):
-    pages = grade.write_feedback(graded["course"])
+def test_feedback_pages_show_checks_but_no_hidden_test_or_reference_value(graded, feedback_pages):
     solution = nbformat.read(ROOT / "solutions" / "05_gru.ipynb", as_version=4)
     hidden = [line.strip() for cell in solution.cells for line in cell.source.splitlines()
               if "check(" in line or "autograder" in line]
@@ -221,7 +227,7 @@ def test_feedback_pages_show_checks_but_no_hidden_test_or_reference_value(graded
     for student, record in graded["records"].items():
         if not intake.STUDENT_ID.fullmatch(student):       # no folder to put a page in: the table says why
             continue
-        page = pages / student / record["notebook"] / f"{record['notebook']}.html"
+        page = feedback_pages / student / record["notebook"] / f"{record['notebook']}.html"
         text = page.read_text()
         seen += 1
         assert student in text and record["notebook"] in text
@@ -234,12 +240,11 @@ def test_feedback_pages_show_checks_but_no_hidden_test_or_reference_value(graded
 ACTIVE = ["<script>alert", "onerror", 'href="javascript:']     # markup that would run in a browser
 
 
-def test_no_page_runs_the_students_markup(graded):
+def test_no_page_runs_the_students_markup(graded, feedback_pages):
     """The student's markdown, as the feedback page and formgrader (nbconvert's HTML
     of the autograded notebook, in the instructor's browser) show it."""
     from nbconvert import HTMLExporter
-    pages = grade.write_feedback(graded["course"])
-    shown = {"feedback": (pages / "html_markdown" / "05_gru" / "05_gru.html").read_text(),
+    shown = {"feedback": (feedback_pages / "html_markdown" / "05_gru" / "05_gru.html").read_text(),
              "formgrader": HTMLExporter().from_filename(
                  str(graded["course"] / "autograded" / "html_markdown" / "05_gru" / "05_gru.ipynb"))[0]}
     for where, text in shown.items():
@@ -247,14 +252,13 @@ def test_no_page_runs_the_students_markup(graded):
         assert not [a for a in ACTIVE if a in text], f"{where} page runs the student's markup"
 
 
-def test_a_feedback_page_reads_whole_offline_in_a_browser(graded):
+def test_a_feedback_page_reads_whole_offline_in_a_browser(feedback_pages):
     """A student's feedback page opened as a file in Chromium with the network off: the equations
     typeset (MathML, no script), no TeX left showing, every check's line whole (wrapped, not cut in
     a scrolling box), the points in words instead of a bare `Out[ ]`, and no link to a page that is
     not there. A screenshot lands in runs/feedback-test/."""
     from tests.browser import offline_page
-    pages = grade.write_feedback(graded["course"])
-    page_file = pages / "wrong_gate_order" / "04_forget_gate" / "04_forget_gate.html"
+    page_file = feedback_pages / "wrong_gate_order" / "04_forget_gate" / "04_forget_gate.html"
     shots = ROOT / "runs" / "feedback-test"
     shots.mkdir(parents=True, exist_ok=True)
     with offline_page() as page:

@@ -3,11 +3,14 @@ once (grade.nbgrader): many runs at once on one gradebook, none lost to SQLite's
 outlives its time is killed and raises, and the next run grades as before."""
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +74,16 @@ def test_a_failing_nbgrader_command_reports_its_output(tmp_path):
     assert run.returncode != 0 and "no_such_chapter" in run.stdout
     with pytest.raises(RuntimeError, match="no_such_chapter"):
         grade.nbgrader("autograde", "no_such_chapter", course=course)
+
+
+def test_a_new_gradebook_records_the_schema_revision_nbgrader_itself_reads(tmp_path, monkeypatch):
+    """The fork server reads nbgrader's schema revision once (nbgrader_preload.alembic_head) for the
+    gradebooks its runs create: it must be the one nbgrader's own `alembic heads` process prints."""
+    from nbgrader.api import get_alembic_version
+    # nbgrader's `alembic` command, on the PATH as the runs have it (grade.nbgrader)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    course = tmp_path / "course"
+    grade.prepare_course(course, ["05_gru"])
+    with sqlite3.connect(course / "gradebook.db") as db:
+        [(recorded,)] = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    assert recorded == get_alembic_version()

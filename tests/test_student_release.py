@@ -78,8 +78,12 @@ def editable(dynet: str) -> bool:
 def make_student(home: Path, dynet: str) -> Student:
     student = Student(home)
     build(student.release)
-    subprocess.run([sys.executable, "-m", "venv", str(student.venv)], check=True)
-    student.run(student.python, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    # a venv with the newest pip, as `python3 -m venv` and `pip install --upgrade pip` leave it; this checkout's
+    # pip puts it in (ensurepip's older pip, then the upgrade, took three times as long)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(student.venv)], check=True)
+    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(student.python), "install", "--quiet", "pip"],
+                         capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stderr[-3000:]
     # DyNet 2.1's student installs as the release README's table says (-e); 2.2's with `pip install .`,
     # which copies the package alone into site-packages: its lectures find the data from their folder
     student.run(student.python, "-m", "pip", "install", "--quiet", *(["-e"] if editable(dynet) else []), ".")
