@@ -181,16 +181,23 @@ def install(*modules):
             setattr(module, name, _wrapper(name, original))
 
 
+def _new_tape(inputs: dict):
+    """A fresh tape whose leaves are the grader's parameters: (tape, the parameters as traced
+    leaves, DyNet's own inputTensor, the ParameterCollection that must outlive the trace)."""
+    from autograder import probes
+    input_tensor = ORIGINAL.get("inputTensor") or probes.dynet().inputTensor
+    pc, _, real = probes.parameters(inputs["params"])
+    tape = Tape()
+    return tape, {name: tape.leaf("param", name, expr) for name, expr in real.items()}, input_tensor, pc
+
+
 def trace_step(functions: dict, inputs: dict) -> dict:
     """Run the student's step over the grader's inputs, traced: the program and,
     for every step, the nodes of the state it returned."""
     global _tape
     from autograder import probes
     step = functions[inputs["function"]]
-    input_tensor = ORIGINAL.get("inputTensor") or probes.dynet().inputTensor
-    pc, _, real = probes.parameters(inputs["params"])
-    tape = Tape()
-    p = {name: tape.leaf("param", name, expr) for name, expr in real.items()}
+    tape, p, input_tensor, pc = _new_tape(inputs)
     state = tuple(tape.leaf("state0", k, input_tensor(s, batched=True)) for k, s in enumerate(inputs["state0"]))
     outputs = []
     _tape = tape
@@ -231,10 +238,7 @@ def trace_sequence(functions: dict, inputs: dict) -> dict:
     global _tape
     from autograder import probes
     fn = functions[inputs["function"]]
-    input_tensor = ORIGINAL.get("inputTensor") or probes.dynet().inputTensor
-    pc, _, real = probes.parameters(inputs["params"])
-    tape = Tape()
-    p = {name: tape.leaf("param", name, expr) for name, expr in real.items()}
+    tape, p, input_tensor, pc = _new_tape(inputs)
     X = tape.leaf("x", 0, input_tensor(inputs["xs"][0], batched=True))
     _tape = tape
     try:
