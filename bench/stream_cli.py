@@ -65,13 +65,13 @@ def bench_worker(source: str, segments: int | None) -> dict:
     from penn.models import SMALL, build_model
     from penn.training import schedule, settings
 
-    from course import lm, sources
+    from course import evaluation, lm, sources
     vocab, splits = load_corpus(source)
     model = build_model("lstm", vocab, SMALL)
     row = lm.train(model, splits["train"], splits["valid"], settings(SMALL, 1, max_batches=segments),
                    schedule=schedule(SMALL), progress=False, log=None, resumable=True)[0]
     return {"train_ppl": row["train_ppl"], "valid_ppl": row["valid_ppl"],
-            "test_ppl": sources.stream_perplexity(model, sources.stream_ids(splits["test"], vocab)),
+            "test_ppl": evaluation.stream_perplexity(model, sources.stream_ids(splits["test"], vocab)),
             "tokens": row["tokens"]}
 
 

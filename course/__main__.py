@@ -392,7 +392,7 @@ class _NoInterrupts:
 
 
 def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
-    from course import runtime, sources
+    from course import evaluation, runtime
     history = metrics["history"]
     best = len(history)
     if out:        # score the best epoch's parameters, which the checkpoint holds
@@ -403,9 +403,9 @@ def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
         if best != len(history):
             model.restore(out / "checkpoint")
     print(f"scoring the test split ({len(splits['test']):,} sentences) with epoch {best}'s model", flush=True)
-    source = sources.of(Settings.from_dict(settings))
     ppl = {"valid": history[best - 1]["valid_ppl"],
-           "test": source.evaluate(model, splits["test"], progress="test" if args.progress else None)}
+           "test": evaluation.held_out(model, splits["test"], Settings.from_dict(settings).stream,
+                                       progress="test" if args.progress else None)}
     _print_table(ppl, yardstick, f"this model (epoch {best})")
     bits = {split: math.log2(value) for split, value in ppl.items()}   # per predicted character, </s> counted
     if settings["unit"] == "char":
@@ -454,7 +454,7 @@ def _load(path: str, gpu: bool, seed: int = 1):
 
 def cmd_evaluate(args, given: set) -> int:
     checkpoint, model, record = _load(args.checkpoint, args.gpu)
-    from course import corpora, sources
+    from course import corpora, evaluation
     trained_on = record.get("data")
     if args.corpus is None and trained_on is None:
         raise ValueError(f"{checkpoint} does not record the corpus it was trained on (it was saved by "
@@ -484,7 +484,7 @@ def cmd_evaluate(args, given: set) -> int:
     from course.data import UNK
     known = [[t if t in model.vocab else UNK for t in s] for s in sentences]   # the same ids, as allowed
     stream = bool((trained_on or {}).get("stream"))
-    ppl = (sources.Stream if stream else sources.Sentences).evaluate(model, known)
+    ppl = evaluation.held_out(model, known, stream)
     print(f"{corpus} {args.split}: perplexity {ppl:.2f}"
           + (" (read as one stream, as the model was trained)" if stream else ""))
     if own:

@@ -185,6 +185,19 @@ class Batch:
         return int(sum(sum(m) for m in self.masks))
 
 
+@dataclass
+class Segment(Batch):
+    """``bptt`` steps of a stream's rows (a :class:`Batch` without padding): ``start`` is
+    each layer's state it begins with (numbers, or None for zeros), ``end`` the state it
+    ended with, set when the model has read it."""
+    start: list | None = None
+    end: list | None = None
+
+    @property
+    def n_predictions(self) -> int:
+        return len(self.targets) * len(self.order)
+
+
 def make_batch(sentences, vocab: Vocab, order=None) -> Batch:
     """Pad id sentences with ``</s>`` to one length and build their masks."""
     if not sentences:

@@ -35,7 +35,8 @@ import numpy as np
 from course import runtime, schedules, sources
 from course.cell import Cell
 from course.checkpoint import DAMAGED, RECORD, CheckpointError, read_json, read_record
-from course.data import Vocab, batch_orders, encode, make_batch
+from course.data import Segment, Vocab, batch_orders, encode, make_batch
+from course.evaluation import evaluate, held_out, perplexity  # noqa: F401  (course.lm.evaluate, .perplexity)
 from course.files import save_parameters, sha256_of, write_atomic
 from course.layers import BUILDERS, BuilderLayer, CellLayer, as_batch
 from course.settings import DEFAULTS, OPTIMIZERS, Settings
@@ -218,7 +219,7 @@ class RNNLM:
 
         The softmax runs once over all steps: the T hidden states are joined into
         one batch of T*B columns, which is much faster than T separate softmaxes.
-        A segment of a stream (:class:`course.sources.Segment`) starts from its
+        A segment of a stream (:class:`course.data.Segment`) starts from its
         ``start`` state; ``final`` receives the layers' last states.
         """
         hs = dy.concatenate_to_batch(self._states(batch, final, dropout))
@@ -235,9 +236,22 @@ class RNNLM:
         its final one: sentence batches call ``hidden_states(inputs, dropout=..., masks=...)`` as
         before streams existed, so a subclass that overrides it that way (chapter 07's
         ``StackedLM``) trains unchanged."""
-        if hasattr(batch, "end"):                       # a course.sources.Segment
+        if isinstance(batch, Segment):
             return self.hidden_states(batch.inputs, *args, start=batch.start, final=final, **options)
         return self.hidden_states(batch.inputs, *args, **options)
+
+    def segment_nll(self, segment: Segment) -> float:
+        """The summed negative log-likelihood of a stream's segment, in a graph of its own; the
+        segment's ``end`` gets the state it ended with, which the next segment starts from.
+        A softmax too large for one graph is computed in chunks (:data:`SOFTMAX_BUDGET`)."""
+        dy.renew_cg()
+        if self._fits(segment):
+            final = []
+            losses, _ = self.batch_losses(segment, final=final)
+            segment.end = self.state_values(final)
+            return dy.sum_batches(losses).value()
+        H = self._top_states(segment, [None] * (len(self.layers) + 1))
+        return float(self._softmax_by_chunks(H, segment)[0].sum())
 
     def _fits(self, batch) -> bool:
         """Whether the batch's whole softmax stays within :data:`SOFTMAX_BUDGET`."""
@@ -400,7 +414,7 @@ class RNNLM:
 
 def _keep_end(model: RNNLM, batch, final: list) -> None:
     """A segment of a stream keeps its layers' last states, as numbers, for the next segment."""
-    if hasattr(batch, "end"):
+    if isinstance(batch, Segment):
         batch.end = model.state_values(final)
 
 
@@ -531,22 +545,6 @@ def gradient_profile(model: RNNLM, sentences, K: int = 25, n: int = 64) -> np.nd
     loss.backward(full=True)                       # full=True: gradients of every node, h included
     norms = np.array([np.linalg.norm(h.gradient(), axis=0) for h in reversed(hs)])
     return np.exp(np.log(np.maximum(norms, 1e-30)).mean(axis=1))
-
-
-def perplexity(total_nll: float, n_predictions: int) -> float:
-    """exp(total negative log-likelihood / number of predicted tokens); inf where that
-    overflows (a diverged model)."""
-    if n_predictions <= 0:
-        raise ValueError("perplexity of no predictions is undefined: the evaluation set is empty")
-    mean = total_nll / n_predictions
-    return math.exp(mean) if mean < 700 else math.inf
-
-
-def evaluate(model: RNNLM, sentences, batch_size: int = 64, progress: str | None = None) -> float:
-    """Perplexity of token-list sentences: every word and one ``</s>`` per sentence
-    are predicted; padding is never counted. ``progress``: a label for a bar on stderr."""
-    logprobs = model.sentence_logprobs(sentences, batch_size, progress)
-    return perplexity(-float(logprobs.sum()), sum(len(s) + 1 for s in sentences))
 
 
 @dataclass
@@ -835,8 +833,8 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
                "cpu_seconds": time.process_time() - cpu_start, "tokens": state.predictions}
         best, improved, gained = state.best, False, None
         if valid_sentences is not None:
-            row["valid_ppl"] = source.evaluate(model, valid_sentences, progress=f"epoch {epoch}: held-out"
-                                               if progress else None)
+            row["valid_ppl"] = held_out(model, valid_sentences, isinstance(source, sources.Stream),
+                                        progress=f"epoch {epoch}: held-out" if progress else None)
             gained = row["improved"] = schedule.gained(row["valid_ppl"], best)
             if row["valid_ppl"] < best:
                 best, improved = row["valid_ppl"], True

@@ -12,12 +12,12 @@ stops at the segment's start, truncated backpropagation through time). The state
 reset at the start of each epoch; with ``reset_state`` at the start of every segment
 too (nothing carried: what the carried state adds, measured by bench/tbptt.py).
 Held-out text is scored the same way, as one stream of one row, so every word sees
-its whole history (:func:`stream_perplexity`).
+its whole history (:func:`course.evaluation.stream_perplexity`).
 
 Both give :func:`course.lm.train` what it needs: ``len(source)`` batches an epoch,
-``source.batch(seed, epoch, index, carried)``, ``source.carry(batch)`` (the state a
-stream's next segment starts from; None for sentences) and
-``source.evaluate(model, sentences)``.
+``source.batch(seed, epoch, index, carried)`` and ``source.carry(batch)`` (the state a
+stream's next segment starts from; None for sentences). This module cuts text and
+imports no model code; :mod:`course.evaluation` scores it.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from course.data import Batch, DataError, Vocab, batch_orders, encode, make_batch, shuffled
+from course.data import Batch, DataError, Segment, Vocab, batch_orders, encode, make_batch, shuffled
 
 EVAL_STEPS = 100     # steps of a segment in stream evaluation (the carried state makes it irrelevant)
 
@@ -52,24 +52,6 @@ class Sentences:
     @staticmethod
     def carry(batch):
         return None
-
-    @staticmethod
-    def evaluate(model, sentences, progress: str | None = None) -> float:
-        from course import lm
-        return lm.evaluate(model, sentences, progress=progress)
-
-
-@dataclass
-class Segment(Batch):
-    """``bptt`` steps of a stream's rows (a :class:`Batch` without padding): ``start`` is
-    each layer's state it begins with (numbers, or None for zeros), ``end`` the state it
-    ended with, set when the model has read it."""
-    start: list | None = None
-    end: list | None = None
-
-    @property
-    def n_predictions(self) -> int:
-        return len(self.targets) * len(self.order)
 
 
 def stream_ids(sentences, vocab: Vocab) -> list[int]:
@@ -135,15 +117,11 @@ class Stream:
     def carry(self, batch: Segment):
         return None if self.reset_state else batch.end
 
-    @staticmethod
-    def evaluate(model, sentences, progress: str | None = None) -> float:
-        return stream_perplexity(model, stream_ids(sentences, model.vocab))
-
 
 def of(settings, sentences=None, vocab: Vocab | None = None):
     """The source that ``settings`` (:class:`course.settings.Settings`) names, over
     ``sentences`` (or ``sentences`` itself where it is a source already); without them,
-    the class (whose ``evaluate`` scores held-out text)."""
+    the class."""
     if sentences is None:
         return Stream if settings.stream else Sentences
     if isinstance(sentences, (Sentences, Stream)):
@@ -153,28 +131,3 @@ def of(settings, sentences=None, vocab: Vocab | None = None):
     return Sentences(sentences, vocab, settings.batch_size)
 
 
-def stream_perplexity(model, ids, steps: int = EVAL_STEPS, after_segment=None) -> float:
-    """Perplexity of an id stream read as one row, the state carried from start to end:
-    every token after the first is predicted once. ``after_segment(tokens_read, state)``
-    is called after every segment (the state as numbers, one list per layer)."""
-    from course import lm
-    dy = lm.dy
-    data = columns(ids, 1)
-    n = data.shape[1] - 1
-    carried, total, count = None, 0.0, 0
-    for start in range(0, n, steps):
-        part = segment(data, start, min(start + steps, n), carried)
-        dy.renew_cg()
-        if model._fits(part):
-            final = []
-            losses, _ = model.batch_losses(part, final=final)
-            total += dy.sum_batches(losses).value()
-            carried = model.state_values(final)
-        else:
-            H = model._top_states(part, [None] * (len(model.layers) + 1))
-            total += float(model._softmax_by_chunks(H, part)[0].sum())
-            carried = part.end
-        count += part.n_predictions
-        if after_segment:
-            after_segment(count, carried)
-    return lm.perplexity(total, count)

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from course import lm, runtime
+from course import evaluation, lm, runtime
 from course.data import Vocab, encode, make_batch
 
 dy = runtime.dynet()
@@ -92,7 +92,7 @@ def test_same_seed_same_training_run(tiny_corpus):
 def test_learning_rate_halves_when_held_out_perplexity_stops_improving(tiny_corpus, monkeypatch):
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=4, hidden=4)
     held_out = iter([10.0, 12.0, 9.0, 9.5])       # better, worse, best, worse
-    monkeypatch.setattr(lm, "evaluate", lambda *a, **k: next(held_out))
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: next(held_out))
     history = lm.train(model, tiny_corpus, tiny_corpus[:5], epochs=4, optimizer="sgd", lr=0.8,
                        progress=False, log=None)
     assert [round(r["lr"], 4) for r in history] == [0.8, 0.8, 0.4, 0.4]

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from course import lm, runtime, schedules, sources
+from course import evaluation, lm, runtime, schedules, sources
 from course.data import Vocab
 from course.settings import DEFAULTS, Settings
 
@@ -39,7 +39,7 @@ def test_plateau_counts_a_gain_by_its_minimum_and_stops_after_its_patience():
 def test_train_stops_when_its_schedule_says_so(tiny_corpus, monkeypatch):
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=4, hidden=4)
     held_out = iter([10.0, 10.5, 9.0, 9.5, 1.0])
-    monkeypatch.setattr(lm, "evaluate", lambda *a, **k: next(held_out))
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: next(held_out))
     epochs = []
     history = lm.train(model, tiny_corpus, tiny_corpus[:5], epochs=5, progress=False, log=None,
                        schedule=schedules.Plateau(patience=2), on_epoch=lambda row, state: epochs.append(state.epoch))
@@ -75,8 +75,8 @@ def test_a_carried_state_is_what_one_long_pass_computes(tiny_corpus, cell):
     scores = [dy.pickneglogsoftmax(dy.affine_transform([model.b_s.expr(), model.W_hs.expr(), h]), t)
               for h, t in zip(hs, ids[1:])]
     whole = math.exp(dy.esum(scores).value() / (len(ids) - 1))
-    assert sources.stream_perplexity(model, ids, steps=7) == pytest.approx(whole, rel=1e-5)
-    assert sources.stream_perplexity(model, ids, steps=100) == pytest.approx(whole, rel=1e-5)
+    assert evaluation.stream_perplexity(model, ids, steps=7) == pytest.approx(whole, rel=1e-5)
+    assert evaluation.stream_perplexity(model, ids, steps=100) == pytest.approx(whole, rel=1e-5)
 
 
 def test_a_stream_segment_trains_the_same_with_the_softmax_in_chunks(tiny_corpus, monkeypatch):

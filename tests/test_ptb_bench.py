@@ -25,7 +25,7 @@ from penn.tables import common_epochs, tables
 from penn.training import (diverged, failed_in_training, learning_rate, load_records, schedule, settings,
                            train_model)
 
-from course import lm, runtime, sources
+from course import evaluation, lm, runtime, sources
 
 dy = runtime.dynet()
 TINY = {**SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
@@ -149,8 +149,8 @@ def test_stream_perplexity_reads_each_split_as_one_stream(corpus):
     data = sources.columns(ids, 1)
     total = dy.sum_batches(model.batch_losses(sources.segment(data, 0, len(ids) - 1))[0]).value()
     expected = math.exp(total / (len(ids) - 1))
-    assert sources.stream_perplexity(model, ids, steps=7) == pytest.approx(expected, rel=1e-5)
-    assert sources.stream_perplexity(model, ids) == pytest.approx(expected, rel=1e-5)
+    assert evaluation.stream_perplexity(model, ids, steps=7) == pytest.approx(expected, rel=1e-5)
+    assert evaluation.stream_perplexity(model, ids) == pytest.approx(expected, rel=1e-5)
 
 
 def test_every_parameter_starts_uniform_in_plus_minus_0_1(corpus):
@@ -402,7 +402,7 @@ def test_state_growth_measures_the_memory_cell_along_the_stream(corpus):
         expected = sum(0.5 * gate * gate ** k for k in range(mark))
         assert growth["max_abs_cell"][str(mark)] == pytest.approx([expected, expected], rel=1e-4)
     assert growth["max_abs_cell"]["end"][0] > growth["max_abs_cell"]["1000"][0]
-    assert growth["ppl"] == pytest.approx(sources.stream_perplexity(model, ids), rel=1e-6)
+    assert growth["ppl"] == pytest.approx(evaluation.stream_perplexity(model, ids), rel=1e-6)
     assert growth["tokens"] == len(ids) - 1
 
 

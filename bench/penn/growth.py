@@ -9,7 +9,8 @@ from common import table
 from penn.models import MODELS, build_model, config_of
 from penn.training import WORK, train_model
 
-from course.sources import stream_ids, stream_perplexity
+from course.evaluation import stream_perplexity
+from course.sources import stream_ids
 
 # Why the RANs fail under this budget. RAN (tanh) and LSTM - S-RNN - OUT compute the same
 # memory cell (c_t = i_t * W_xu x_t + f_t * c_{t-1}, h_t = tanh(c_t); the RAN adds a bias to

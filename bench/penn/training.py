@@ -13,7 +13,8 @@ from penn.models import MODELS, SMALL, build_model, config_of
 
 from course import runtime
 from course.files import save_parameters, write_json
-from course.sources import stream_ids, stream_perplexity
+from course.evaluation import stream_perplexity
+from course.sources import stream_ids
 
 RUNS = RESULTS / "ptb"
 WORK = ROOT / "runs" / "ptb"
