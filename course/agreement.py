@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from course.grammar import third_singular
+from course.grammar import Agreement, third_singular
 
 TASKS = ("number", "gender")
 #: the two classes of each task (the cue's number or gender); a bucket alternates them in this order
@@ -86,17 +86,11 @@ def pair_class(task: str, right: str, wrong: str) -> str:
 
 
 @dataclass(frozen=True)
-class Pair:
-    """A minimal pair: `words` is the right sentence; the wrong one has
-    `wrong` instead of `right` at `target_index`."""
+class Pair(Agreement):
+    """A minimal pair: one agreement of a sentence (:class:`course.grammar.Agreement`: its
+    task, cue and target, right and wrong forms, attractors) with the sentence: `words` is
+    the right sentence; the wrong one has `wrong` instead of `right` at `target_index`."""
 
-    task: str
-    distance: int
-    attractors: int
-    cue_index: int
-    target_index: int
-    right: str
-    wrong: str
     words: tuple
 
     @property
@@ -155,8 +149,7 @@ def sample_pairs(grammar, seed: int, per_bucket: int, max_sentences: int = 2_000
         for key in found:  # fixed order: tasks, then buckets
             if key in by_bucket:
                 a = by_bucket[key][choose.randrange(len(by_bucket[key]))]
-                pair = Pair(a.task, a.distance, a.attractors, a.cue_index, a.target_index,
-                            a.right, a.wrong, derivation.words)
+                pair = Pair(**vars(a), words=tuple(derivation.words))
                 pairs = found[key][pair.cue_class]
                 if len(pairs) < wanted[a.task, pair.cue_class]:
                     pairs.append(pair)
@@ -200,10 +193,10 @@ def load_pairs(path=None) -> list[Pair]:
     for number, line in enumerate(lines[1:], start=2):
         row = dict(zip(COLUMNS, line.split("\t")))
         words = tuple(row["sentence"].split())
-        pair = Pair(row["task"], int(row["distance"]), int(row["attractors"]), int(row["cue_index"]),
-                    int(row["target_index"]), row["right"], row["wrong"], words)
+        pair = Pair(task=row["task"], cue_index=int(row["cue_index"]), target_index=int(row["target_index"]),
+                    right=row["right"], wrong=row["wrong"], attractors=int(row["attractors"]), words=words)
         if len(row) != len(COLUMNS) or words[pair.target_index] != pair.right \
-                or pair.distance != pair.target_index - pair.cue_index:
+                or pair.distance != int(row["distance"]):
             raise ValueError(f"{path} line {number} is inconsistent: {line!r}")
         pairs.append(pair)
     return pairs

@@ -142,7 +142,8 @@ def test_oracle_scores_one_and_uniform_scores_chance_in_every_bucket(g, pairs):
 def test_accuracy_counts_wins_ties_and_losses():
     def pair(task, distance, attractors, words, target, wrong):
         words = tuple(words.split())
-        return ag.Pair(task, distance, attractors, target - distance, target, words[target], wrong, words)
+        return ag.Pair(task=task, cue_index=target - distance, target_index=target, right=words[target], wrong=wrong,
+                       attractors=attractors, words=words)
     items = [pair("number", 2, 0, "the dog barks", 2, "bark"),
              pair("number", 2, 0, "the dogs bark", 2, "barks"),
              pair("number", 7, 3, "a b c d e f g dog barks", 8, "bark"),
