@@ -392,7 +392,7 @@ def test_on_device_without_the_carry_stops_at_setup_and_says_why(tmp_path):
     assert done.returncode != 0
     summary = (out / "summary.md").read_text()
     assert "- setup: FAILED" in summary and "nothing else was run" in summary
-    assert "not ok yet on this machine: setup smoke tests grading speed" in summary
+    assert "not ok yet on this machine: setup smoke checks speed" in summary
     assert "run gpu/prepare_carry.sh" in done.stdout
     assert sorted(p.name for p in out.iterdir()) == ["logs.tar.gz", "summary.md"]
     assert not (tmp_path / "build" / "device" / "venv").exists()
@@ -412,4 +412,4 @@ def test_on_device_refuses_an_unknown_step(tmp_path):
     done = subprocess.run([BASH, str(_device_copy(tmp_path)), "bench"], capture_output=True, text=True,
                           timeout=60, env={**os.environ, "OUT": str(tmp_path / "out")})
     assert done.returncode == 2
-    assert "unknown step 'bench': choose from setup smoke tests grading speed" in done.stdout
+    assert "unknown step 'bench': choose from setup smoke checks speed" in done.stdout
