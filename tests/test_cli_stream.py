@@ -103,7 +103,7 @@ def test_reset_state_starts_every_segment_from_zeros():
     from course.corpora import read_corpus
     from course.data import Vocab
     from course.settings import Settings
-    dy = runtime.dynet()
+    dy = runtime.init(seed=5)       # the same weights whichever tests ran before in this process
     text = read_corpus("course", "train")[:60]
     vocab = Vocab.build(text)
     model = lm.RNNLM(vocab, "lstm", embed=8, hidden=8)
@@ -117,7 +117,10 @@ def test_reset_state_starts_every_segment_from_zeros():
     expected = lm.perplexity(sum(from_zeros), 6 * 4 * 3)
     reset = lm.train(model, text, None, quiet.but(reset_state=True), progress=False, log=None)[0]["train_ppl"]
     carried = lm.train(model, text, None, quiet, progress=False, log=None)[0]["train_ppl"]
-    assert np.isclose(reset, expected, rtol=1e-6, atol=0) and not np.isclose(carried, expected, rtol=1e-4, atol=0)
+    # The same computation gives the same bits (reset == expected); a carried state moves the loss of
+    # this small untrained model by 1.2e-4 to 5.1e-4 of it over seeds 1 to 7 (seed 5: 2.2e-4). Asking
+    # for more than 1e-4, as this test once did, failed for the weights some test orders left.
+    assert np.isclose(reset, expected, rtol=1e-9, atol=0) and not np.isclose(carried, expected, rtol=1e-6, atol=0)
 
 
 def test_reset_state_through_the_command_line(tmp_path, env):
