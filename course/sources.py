@@ -27,8 +27,6 @@ import numpy as np
 
 from course.data import Batch, DataError, Segment, Vocab, batch_orders, encode, make_batch, shuffled
 
-EVAL_STEPS = 100     # steps of a segment in stream evaluation (the carried state makes it irrelevant)
-
 
 class Sentences:
     """Minibatches of sentences sorted by length, ``batch_size`` at a time, shuffled per epoch
