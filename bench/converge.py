@@ -74,6 +74,11 @@ MODELS = {
     # the shipped training split is the first quarter of this one (see `training_sentences`)
     "lstm-4x": ("LSTM, 4x the training sentences (4.0M tokens)", "lstm",
                 {**BASE, "train_tokens": 4_000_000, "max_epochs": 6}),
+    # chapter 11: course.layers.CausalAttention in place of the recurrent layer (learned positions,
+    # up to 128 tokens: the longest sentence has 81 words) or on top of an LSTM
+    "attn": ("self-attention alone (4 heads, learned positions)", "attention",
+             {**BASE, "heads": 4, "positions": 128}),
+    "lstm-attn": ("LSTM + self-attention (4 heads)", "lstm+attention", {**BASE, "heads": 4}),
 }
 #: chapter 07: stacks of 1-8 LSTM layers of 128 units, without residuals, ResV and ResV + ResL
 #: (one seed, at most 5 epochs: the deep stacks cost up to 2.5 CPU minutes an epoch)
@@ -90,8 +95,9 @@ ABLATION = ["srnn", "lstm-noforget", "lstm", "lstm-fb0", "gru", "lstm-srnn", "ls
             "ran-identity", "ran-tanh"]
 EXTRA = ["lstm-dropout", "lstm-large", "lstm-4x"]
 BUILDERS = ["builder-srnn", "builder-lstm", "builder-gru"]
+ATTENTION = ["attn", "lstm-attn"]
 NGRAMS = ["unigram", "kn-bigram", "kn-trigram"]
-ORDER = NGRAMS + ABLATION + EXTRA + BUILDERS + DEPTH          # the order of the tables
+ORDER = NGRAMS + ABLATION + EXTRA + BUILDERS + ATTENTION + DEPTH          # the order of the tables
 SEEDS = (1, 2, 3)
 #: the order of the runs: seed 1 of what the lectures draw first, the builders (the hand-written
 #: cells' twins), the other seeds of the ablation table and the builders (the issue's 3 seeds),
@@ -101,7 +107,8 @@ SEEDS = (1, 2, 3)
 FIRST = ["lstm", "srnn", "lstm-srnn-out", "lstm-large", "gru", "lstm-fb0", "lstm-noforget", "lstm-srnn",
          "lstm-srnn-hidden", "ran-identity", "ran-tanh"]
 PLAN = ([(n, 1) for n in NGRAMS + FIRST + BUILDERS] + [(n, s) for s in (2, 3) for n in ABLATION + BUILDERS]
-        + [("lstm-dropout", 1), ("lstm-4x", 1), ("lstm-4x", 2)] + [(n, 1) for n in DEPTH])
+        + [("lstm-dropout", 1), ("lstm-4x", 1), ("lstm-4x", 2)] + [(n, 1) for n in DEPTH]
+        + [(n, s) for s in SEEDS for n in ATTENTION])
 
 
 def make_cell(cell: str, forget_bias=None):
@@ -109,6 +116,29 @@ def make_cell(cell: str, forget_bias=None):
         return cell.split(":", 1)[1]
     from autograder.reference.cells import make_cell as reference_cell
     return reference_cell(cell, forget_bias)
+
+
+def build_model(vocab, cell_name: str, size: dict):
+    """The run's model: an RNNLM of the cell, or for chapter 11's rows one whose recurrent layer
+    is replaced by causal self-attention ("attention") or topped by it ("lstm+attention")."""
+    from course import lm
+    from course.layers import CausalAttention
+    recurrent = {"attention": "lstm", "lstm+attention": "lstm"}.get(cell_name)
+    model = lm.RNNLM(vocab, make_cell(recurrent or cell_name, size.get("forget_bias")), size["embed"],
+                     size["hidden"], size.get("layers", 1), size.get("residual"))
+    if cell_name == "attention":        # the LSTM made above stays in the collection, unused (zero gradients)
+        model.layers[0] = CausalAttention(model.pc, size["embed"], size["hidden"], heads=size["heads"],
+                                          positions=size["positions"])
+    elif cell_name == "lstm+attention":
+        model.layers.append(CausalAttention(model.pc, size["hidden"], size["hidden"], heads=size["heads"]))
+    return model
+
+
+def used_params(model, cell_name: str, size: dict) -> int:
+    """The parameters the model computes with (the attention-only model's unused LSTM left out)."""
+    if cell_name != "attention":
+        return model.param_count()
+    return model.param_count() - make_cell("lstm").param_count(size["embed"], size["hidden"])
 
 
 def load_splits(max_sentences=None) -> dict:
@@ -199,9 +229,8 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
         return None
     runtime.init(seed=seed)
     vocab = Vocab.build(splits["train"])
-    model = lm.RNNLM(vocab, make_cell(cell_name, size.get("forget_bias")), size["embed"], size["hidden"],
-                     size.get("layers", 1), size.get("residual"))
-    record.update(params=model.param_count(), machine=machine())
+    model = build_model(vocab, cell_name, size)
+    record.update(params=used_params(model, cell_name, size), machine=machine())
     latest, best_path = folder / "latest.dy", folder / "best.dy"
     rows = record["epochs"]
     if rows and not (latest.exists() and best_path.exists()):

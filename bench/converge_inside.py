@@ -10,6 +10,9 @@
   RECORDS/arrows.json;
 * the gates and content of LSTM - S-RNN - OUT (the pure weighted-sum model, [WS] eq 11) on a
   few of those sentences, for chapter 08's figures: RECORDS/lstm-srnn-out-s1-gates.npz.
+* the attention weights of chapter 11's converged attention models (attention alone, and on
+  top of an LSTM), per head, on the same sentences, and their mean weight by distance at the
+  state that predicts the verb of the far number pairs: RECORDS/NAME-s1-attention.npz;
 * how well each converged model (seed 1, its best epoch) fits the sentences it was trained
   on: its perplexity on the training split, in evaluation mode, beside valid and the training
   split's floor: RECORDS/train_fit.json (bench/converge_tables.py states it with the 3% goal).
@@ -27,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from common import ROOT
-from converge import DEPTH, MODELS, NGRAMS, RECORDS, WORK, load_splits, make_cell
+from converge import ATTENTION, DEPTH, MODELS, NGRAMS, RECORDS, WORK, build_model, load_splits
 
 from course import runtime
 from course.bench import BUILDER_PARAMETERS
@@ -51,7 +54,6 @@ BUILDER_LAYOUT = {
 
 def load_best(name: str, seed: int, splits: dict, work=WORK):
     """The best epoch of a finished run, as a course.lm.RNNLM with its reference cell."""
-    from course import lm
     from course.data import Vocab
     _, cell_name, size = MODELS[name]
     best = Path(work) / f"{name}-s{seed}" / "best.dy"
@@ -59,8 +61,7 @@ def load_best(name: str, seed: int, splits: dict, work=WORK):
         raise FileNotFoundError(f"{best} is missing: train the run first (python bench/converge.py "
                                 f"--models {name} --seeds {seed})")
     runtime.init(seed=seed)
-    model = lm.RNNLM(Vocab.build(splits["train"]), make_cell(cell_name, size.get("forget_bias")),
-                     size["embed"], size["hidden"], size.get("layers", 1), size.get("residual"))
+    model = build_model(Vocab.build(splits["train"]), cell_name, size)
     model.pc.populate(str(best))
     return model
 
@@ -158,6 +159,23 @@ def record_gates(model, pairs, path: Path) -> Path:
     return path
 
 
+def record_attention(model, pairs, far_pairs, path: Path) -> Path:
+    """For each pair: the attention weights, one (T, T) array per head (float16, [t, j] the weight
+    of input j at position t; input 0 is <s>), while the model reads the sentence up to the word
+    before the verb; with the words and the cue and verb positions. And the mean weight by
+    distance before the state that predicts the verb, on every tenth of `far_pairs`, as
+    bench/attention_compare.py measures its small models."""
+    from attention_compare import weights_of, where_weights_fall
+    arrays, meta = {}, []
+    for k, pair in enumerate(pairs):
+        arrays[f"a{k}"] = np.stack(weights_of(model, list(pair.words[:pair.target_index]))).astype(np.float16)
+        meta.append({"words": list(pair.words[:pair.target_index + 1]), "cue_index": pair.cue_index,
+                     "target_index": pair.target_index})
+    fall = where_weights_fall(model, far_pairs[::10])
+    np.savez_compressed(path, sentences=json.dumps(meta), weights=json.dumps(fall), **arrays)
+    return path
+
+
 def train_fit(name: str, seed: int, splits: dict, work=WORK) -> dict:
     """The best epoch of a finished run scored on the training split (evaluation mode: no
     dropout), beside the training split's floor."""
@@ -200,9 +218,13 @@ def main():
             path.write_text(json.dumps(fits, indent=1) + "\n")
             print(f"{name}: perplexity {fit['train_ppl']:.2f} on the training split (its floor "
                   f"{fit['train_floor']:.2f})", flush=True)
+    chosen = sorted(pairs, key=lambda p: (len(p.words[:p.target_index]), p.distance))[::len(pairs) // GATE_SENTENCES]
     if (WORK / f"{GATES_OF}-s1" / "best.dy").exists():
-        chosen = sorted(pairs, key=lambda p: (len(p.words[:p.target_index]), p.distance))[::len(pairs) // GATE_SENTENCES]
         print(f"wrote {record_gates(load_best(GATES_OF, 1, splits), chosen[:GATE_SENTENCES], RECORDS / f'{GATES_OF}-s1-gates.npz').relative_to(ROOT)}")
+    for name in ATTENTION:
+        path = RECORDS / f"{name}-s1-attention.npz"
+        if not path.exists() and finished(name):
+            print(f"wrote {record_attention(load_best(name, 1, splits), chosen[:GATE_SENTENCES], pairs, path).relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -417,9 +417,9 @@ def times(records: dict) -> str:
 PANELS = {"cells": ["srnn", "lstm", "lstm-noforget", "lstm-fb0", "gru", "lstm-dropout", "lstm-large", "lstm-4x",
                     "builder-srnn", "builder-lstm", "builder-gru"],
           "ablations": ["srnn", "lstm", "lstm-srnn", "lstm-srnn-out", "lstm-srnn-hidden",
-                        "ran-identity", "ran-tanh"]}
+                        "ran-identity", "ran-tanh", "attn", "lstm-attn"]}
 TITLES = {"cells": "the chapters' cells (DyNet's builders dashed)",
-          "ablations": "the weighted-sum ablations and the RANs (chapter 08)"}
+          "ablations": "the weighted-sum ablations, the RANs (chapter 08) and attention (11)"}
 
 
 def _style(name):
@@ -427,10 +427,13 @@ def _style(name):
     colours = matplotlib.colormaps["tab10"].colors
     base = name.removeprefix("builder-")
     index = ["srnn", "lstm", "lstm-noforget", "lstm-fb0", "gru", "lstm-large", "lstm-srnn", "lstm-srnn-out",
-             "lstm-srnn-hidden", "ran-identity", "ran-tanh", "lstm-dropout", "lstm-4x"].index(base)
-    # past tab10: ran-tanh (with the ablations), the dropout LSTM and the 4x LSTM (with the chapters'
-    # cells, where tab10's brown and green are the large LSTM and the LSTM without forget gate)
-    colour = colours[index % 10] if index < 10 else ("black", "deeppink", "black")[index - 10]
+             "lstm-srnn-hidden", "ran-identity", "ran-tanh", "lstm-dropout", "lstm-4x", "attn",
+             "lstm-attn"].index(base)
+    # past tab10: ran-tanh and chapter 11's attention (with the ablations), the dropout LSTM and the
+    # 4x LSTM (with the chapters' cells, where tab10's brown and green are the large LSTM and the LSTM
+    # without forget gate)
+    colour = colours[index % 10] if index < 10 else ("black", "deeppink", "black", "darkgoldenrod",
+                                                     "darkcyan")[index - 10]
     return {"color": colour, "ls": "--" if name.startswith("builder-") else "-"}
 
 

@@ -222,6 +222,30 @@ def test_arrows_and_recorded_gates_of_a_weighted_sum(tiny, tmp_path, monkeypatch
     assert 0 <= saved["f1"].min() and saved["f1"].max() <= 1
 
 
+def test_chapter_11s_attention_rows_train_resume_and_record_their_weights(tiny, tmp_path, monkeypatch):
+    """Attention alone (its unused LSTM not counted) and attention on top of an LSTM: trained like any
+    row, rebuilt from the checkpoint with the same scores, their weights recorded for lecture 11."""
+    size = {**TINY, "heads": 2, "positions": 128}
+    monkeypatch.setitem(converge.MODELS, "tiny-attn", ("tiny attention", "attention", size))
+    monkeypatch.setitem(converge.MODELS, "tiny-lstm-attn", ("tiny LSTM + attention", "lstm+attention", size))
+    pairs = converge_inside.far_number_pairs()[:20]
+    for name, kinds in (("tiny-attn", ["CausalAttention"]), ("tiny-lstm-attn", ["CellLayer", "CausalAttention"])):
+        record = converge.run(name, 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
+        model = converge_inside.load_best(name, 1, tiny, work=tmp_path)
+        assert [type(layer).__name__ for layer in model.layers] == kinds
+        assert lm.evaluate(model, tiny["valid"]) == pytest.approx(record["final"]["valid_ppl"], rel=1e-6)
+        unused = model.param_count() - record["params"]
+        assert unused == (4 * 8 * (8 + 8 + 1) if name == "tiny-attn" else 0)     # the replaced LSTM's W_x, W_h, b per gate
+        saved = np.load(converge_inside.record_attention(model, pairs[:2], pairs, tmp_path / f"{name}.npz"))
+        T = pairs[0].target_index + 1                                             # <s> and the words before the verb
+        assert saved["a0"].shape == (2, T, T)
+        rows = saved["a1"].astype(float).sum(axis=2)
+        np.testing.assert_allclose(rows, 1.0, atol=2e-3)                          # each row a distribution
+        assert np.all(np.triu(saved["a1"].astype(float), k=1) == 0)               # no weight on a later word
+        fall = json.loads(str(saved["weights"]))
+        assert fall["pairs"] == 2 and len(fall["by_distance"]) > 1 and 0 < fall["cue"] < 1
+
+
 def test_train_fit_scores_the_best_epoch_on_the_training_split(tiny, tmp_path, monkeypatch):
     monkeypatch.setitem(converge.MODELS, "tiny", ("tiny", "lstm", TINY))
     record = converge.run("tiny", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
