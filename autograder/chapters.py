@@ -139,17 +139,17 @@ def chapter_range() -> str:
     return f"{numbers[0]} to {numbers[-1]}" if numbers else "by number"
 
 
-def readme_table() -> str:
+def readme_table(path: Path = MANIFEST) -> str:
     """The chapter table of README.md (the book's list of chapters is that section of the README)."""
-    return "| # | chapter |\n|---|---|\n" + "".join(f"| {c.number} | {c.title} |\n" for c in load())
+    return "| # | chapter |\n|---|---|\n" + "".join(f"| {c.number} | {c.title} |\n" for c in load(path))
 
 
-def write_readme(readme: Path = ROOT / "README.md") -> bool:
+def write_readme(readme: Path = ROOT / "README.md", path: Path = MANIFEST) -> bool:
     """Put the chapter table into README.md in place of the one there; True if it changed."""
     text = readme.read_text()
     if not README_TABLE.search(text):
         raise ManifestError(f"{readme} has no chapter table (a '| # | chapter |' header) to replace")
-    new = README_TABLE.sub(lambda _: readme_table(), text, count=1)
+    new = README_TABLE.sub(lambda _: readme_table(path), text, count=1)
     readme.write_text(new)
     return new != text
 

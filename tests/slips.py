@@ -21,7 +21,7 @@ class Slip:
     shows: str           # ... and a phrase of what it shows the student
     failing: tuple       # the hidden checks that fail; the first says ...
     says: str            # ... this (a phrase of its message)
-    score: float         # the notebook's score with the slip
+    lost: float          # the points the slip costs the notebook (a new graded function leaves it as it is)
     explained: tuple = ()  # test cells that lose points with no visible failure of their own
 
 

@@ -199,11 +199,11 @@ SLIPS = [
          new='x]) + dy.cmult(r, p["W_hh"] * h_prev))',
          visible="gru_step_update_gate", shows="is r applied to h_prev before W_hh?",
          failing=("ch05.gru_reset_gate", "ch05.gru_step", "ch05.gru_builder"),
-         says="eq 58 applies it to h_{t-1} before W_hh", score=2),
+         says="eq 58 applies it to h_{t-1} before W_hh", lost=3),
     Slip("z and 1 - z exchanged", "05_gru", "gru_step",
          old="dy.cmult(-z + 1, h_prev) + dy.cmult(z, candidate)",
          new="dy.cmult(z, h_prev) + dy.cmult(-z + 1, candidate)",
          visible="gru_step_update_gate", shows="with z = 0 the state must stay as it was",
          failing=("ch05.gru_update_gate", "ch05.gru_step", "ch05.gru_builder"),
-         says="z_t and 1 - z_t are exchanged", score=2),
+         says="z_t and 1 - z_t are exchanged", lost=3),
 ]
