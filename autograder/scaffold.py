@@ -10,10 +10,14 @@ pick them up with no list edited by hand:
 * in ``solutions/CHAPTER.ipynb``: the answer cell and a test cell whose hidden part runs the check;
 * the manifest's ``[[function]]`` entry.
 
+With ``--step``, a recurrent step function ``f(p, x, state)``: no probe file (the shared step probe
+runs it, traced), its checks built by ``autograder/reference/steps.py`` against a reference cell that
+you add to ``autograder/reference/cells.py``.
+
 A chapter the manifest does not have yet (``--title`` says what it is about) also gets its
 ``[[chapter]]`` entry, a lecture and a solution notebook to write, and its row in the README's
 chapter table. The four files to fill in by hand are then the solution notebook, the reference,
-the probe and the test; the exercise and the tables are generated (the command prints how).
+the probe (for a step: cells.py) and the test; the exercise and the tables are generated (the command prints how).
 docs/contributing.md walks through it.
 """
 from __future__ import annotations
@@ -124,11 +128,69 @@ SLIPS = [
 ]
 '''
 
+STEP_REFERENCE = '''"""Chapter {number}'s graded step function {function}: its checks (scaffolded by
+``python -m autograder.scaffold --step``; fill in each TODO).
+
+A step function ``{function}(p, x, state) -> new_state`` is run by the shared probe
+(``autograder.probes:step``, traced in the sandbox) and judged against a reference cell of
+``autograder/reference/cells.py`` (its ``CELLS``) by the builders of ``autograder/reference/steps.py``:
+the states over several steps, then every parameter's gradient.
+"""
+from __future__ import annotations
+
+from autograder.reference import steps
+
+CELL = "TODO"                     # the reference cell: its name in autograder/reference/cells.py CELLS
+LECTURE = ("{stem}", "{heading}")      # TODO: the heading or "eq N" of the lecture to reread
+SEED = {seed}
+VISIBLE = "{function}_tests"
+
+CHECKS = [
+    steps.values_check("{prefix}.{function}", "{function}", CELL, seed=SEED, lecture=LECTURE, visible=VISIBLE,
+                       explain={{0: "TODO: which equation to check when h_t is the first state to differ"}}),
+    steps.gradients_check("{prefix}.{function}_gradients", "{function}", CELL, seed=SEED + 1, visible=VISIBLE),
+]
+'''
+
+STEP_TEST = '''"""Chapter {number}'s step function {function} (scaffolded by ``python -m autograder.scaffold
+--step``): the reference cell passes its checks, a wrong step fails them, and the slips, which
+tests/test_slips.py grades end to end and lists in autograder/README.md."""
+from autograder.reference import {module} as checks
+from autograder.reference.cells import make_cell
+from autograder.reference.grading import run_check
+from course import runtime
+from tests.slips import Slip
+
+dy = runtime.dynet()
+CHECKS = {{c.name: c for c in checks.CHECKS}}
+
+
+def test_the_reference_passes_every_check():
+    for name, c in CHECKS.items():
+        assert run_check(c, {{"{function}": make_cell(checks.CELL).step}}) == [], name
+
+
+def test_a_wrong_step_fails_and_is_named():
+    def wrong(p, x, state):          # TODO: a plausible mistake, and the words its message must say
+        return tuple(dy.tanh(s) for s in state)
+    problems = run_check(CHECKS["{prefix}.{function}"], {{"{function}": wrong}})
+    assert problems and "differs from step" in problems[0], problems
+
+
+SLIPS = [
+    # TODO: one Slip per mistake a student makes (tests/slips.py says each field)
+    Slip("TODO: the mistake, as the slip table says it", "{stem}", "{function}",
+         old="TODO: text of the solution's answer cell", new="TODO: what the student wrote instead",
+         visible="{function}_tests", shows="TODO: a phrase of the visible check's message",
+         failing=("{prefix}.{function}",), says="differs from step", lost=1),
+]
+'''
+
 ANSWER = '''# The lecture: ../lectures/{stem}.ipynb, {heading}
 import numpy as np
 
 
-def {function}(x):
+def {function}({arguments}):
     """TODO: what {function} computes, its arguments and their shapes."""
     ### BEGIN SOLUTION
     raise NotImplementedError("TODO: the solution")
@@ -177,9 +239,11 @@ def first_heading(lecture: Path) -> str:
     raise ScaffoldError(f"{lecture} has no '## ' section heading for the check to send students to; add one")
 
 
-def scaffold(stem: str, function: str, title: str | None = None, root: Path = ROOT) -> list[Path]:
+def scaffold(stem: str, function: str, title: str | None = None, root: Path = ROOT,
+             step: bool = False) -> list[Path]:
     """Write the pieces of graded ``function`` in chapter ``stem`` under ``root``; return the paths
-    written or changed."""
+    written or changed. ``step``: a recurrent step function, run by the shared step probe and
+    judged against a reference cell of autograder/reference/cells.py (no probe file)."""
     root = Path(root)
     manifest = root / "autograder" / "chapters.toml"
     if not chapters.STEM.fullmatch(stem):
@@ -191,7 +255,9 @@ def scaffold(stem: str, function: str, title: str | None = None, root: Path = RO
     module = f"{prefix}_{function}"
     paths = {"checks": f"autograder/reference/{module}.py", "probe": f"autograder/probes/{module}.py",
              "tests": f"tests/test_checks_{module}.py"}
-    taken = [p for p in paths.values() if (root / p).exists()]
+    if step:
+        paths["probe"] = "autograder/probes/__init__.py"     # the shared step probe: nothing to write
+    taken = [paths[k] for k in ("checks", "tests") + (() if step else ("probe",)) if (root / paths[k]).exists()]
     if taken:
         raise ScaffoldError(f"{', '.join(taken)} exists already: is {function} scaffolded? Pick another name")
     if stem not in known and number in {c.number for c in known.values()}:
@@ -218,8 +284,10 @@ def scaffold(stem: str, function: str, title: str | None = None, root: Path = RO
     heading = first_heading(lecture)
     fields = dict(number=number, stem=stem, prefix=prefix, function=function, module=module,
                   heading=heading.replace('"', '\\"'), seed=int(number) * 1000 + 7,
-                  probe=f"autograder.probes.{module}:probe")
-    for key, template in (("checks", REFERENCE), ("probe", PROBE), ("tests", TEST)):
+                  probe=f"autograder.probes.{module}:probe", arguments="p, x, state" if step else "x")
+    templates = ((("checks", STEP_REFERENCE), ("tests", STEP_TEST)) if step else
+                 (("checks", REFERENCE), ("probe", PROBE), ("tests", TEST)))
+    for key, template in templates:
         path = root / paths[key]
         path.write_text(template.format(**fields))
         written.append(path)
@@ -231,7 +299,8 @@ def scaffold(stem: str, function: str, title: str | None = None, root: Path = RO
     nbformat.write(nb, solution)
     written.append(solution)
     entry += (f'\n[[function]]\nname = "{function}"\nchapter = "{stem}"\nchecks = "{paths["checks"]}"\n'
-              f'probe = "{paths["probe"]}"\ntests = "{paths["tests"]}"\n')
+              + ('reference = "autograder/reference/cells.py"\n' if step else "")
+              + f'probe = "{paths["probe"]}"\ntests = "{paths["tests"]}"\n')
     manifest.write_text(manifest.read_text().rstrip("\n") + "\n" + entry)
     written.append(manifest)
     if stem not in known:
@@ -244,8 +313,19 @@ NEXT = """
 Scaffolded {function} in {stem}. Fill in the four files (each TODO):
   solutions/{stem}.ipynb: the answer cell and its visible test
   autograder/reference/{module}.py: the reference, the inputs, the judge
-  autograder/probes/{module}.py: the probe (for a recurrent step, delete it, name
-    autograder.probes:step in the check and probe = "autograder/probes/__init__.py" in the manifest)
+  autograder/probes/{module}.py: the probe
+  tests/test_checks_{module}.py: the tests and the slips
+then generate the rest:
+  python -m autograder.exercises {stem}    (exercises/{stem}.ipynb)
+  python -m tests.test_slips --write    (the slip and points tables of autograder/README.md)
+and run: pytest tests/test_chapters.py tests/test_checks_{module}.py, then pytest tests/test_slips.py -k {stem}
+"""
+
+STEP_NEXT = """
+Scaffolded {function} in {stem}. Fill in the four files (each TODO):
+  solutions/{stem}.ipynb: the answer cell and its visible test
+  autograder/reference/{module}.py: CELL, the lecture, what each check explains
+  autograder/reference/cells.py: the reference step, its Cell, and its name in CELLS
   tests/test_checks_{module}.py: the tests and the slips
 then generate the rest:
   python -m autograder.exercises {stem}    (exercises/{stem}.ipynb)
@@ -259,15 +339,19 @@ def main(argv=None):
     parser.add_argument("chapter", help="the chapter's stem, e.g. 05_gru (a new one needs --title)")
     parser.add_argument("function", help="the function students write, e.g. gru_step")
     parser.add_argument("--title", help="a new chapter's title, as the README's chapter table shows it")
+    parser.add_argument("--step", action="store_true",
+                        help="a recurrent step function, step(p, x, state): judged against a reference cell of "
+                             "autograder/reference/cells.py by the shared step probe (no probe file)")
     args = parser.parse_args(argv)
     try:
-        written = scaffold(args.chapter, args.function, args.title)
+        written = scaffold(args.chapter, args.function, args.title, step=args.step)
     except (ScaffoldError, chapters.ManifestError) as err:
         print(f"scaffold: {err}", file=sys.stderr)
         return 2
     for path in written:
         print(f"wrote {path.relative_to(ROOT)}")
-    print(NEXT.format(stem=args.chapter, function=args.function, module=f"ch{args.chapter[:2]}_{args.function}"))
+    print((STEP_NEXT if args.step else NEXT).format(stem=args.chapter, function=args.function,
+                                                    module=f"ch{args.chapter[:2]}_{args.function}"))
     return 0
 
 

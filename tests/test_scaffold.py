@@ -89,6 +89,35 @@ def test_a_scaffolded_function_is_picked_up_and_its_stubs_test_it(copy):
     assert "def gru_mix(x):" in answer.source and "BEGIN SOLUTION" not in answer.source
 
 
+STEP_PICKED_UP = """
+from course import runtime
+runtime.init(seed=1, mem=1024)
+from autograder import chapters
+from autograder.reference.grading import all_checks
+f = next(f for f in chapters.functions() if f.name == "gru_again")
+assert (f.probe, f.reference) == ("autograder/probes/__init__.py", "autograder/reference/cells.py"), f
+checks = all_checks()
+assert {checks[n].probe for n in ("ch05.gru_again", "ch05.gru_again_gradients")} == {"autograder.probes:step"}
+print("picked up")
+"""
+
+
+def test_a_scaffolded_step_function_is_judged_against_its_reference_cell(copy):
+    made = run(copy, "-m", "autograder.scaffold", "05_gru", "gru_again", "--step")
+    assert "autograder/probes/ch05_gru_again.py" not in made.stdout
+    assert not (copy / "autograder" / "probes" / "ch05_gru_again.py").exists()
+    assert "picked up" in run(copy, "-c", STEP_PICKED_UP).stdout
+    solution = nbformat.read(copy / "solutions" / "05_gru.ipynb", as_version=4)
+    assert any("def gru_again(p, x, state):" in c.source for c in solution.cells)
+    tests = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "tests/test_checks_ch05_gru_again.py"]
+    stub = run(copy, *tests, check=False)
+    assert stub.returncode == 1 and "unknown cell 'TODO'" in stub.stdout, stub.stdout[-3000:]
+    checks = copy / "autograder" / "reference" / "ch05_gru_again.py"
+    checks.write_text(checks.read_text().replace('CELL = "TODO"', 'CELL = "gru"'))      # the course's own GRU
+    filled = run(copy, *tests, check=False)
+    assert filled.returncode == 0 and "2 passed" in filled.stdout, filled.stdout[-3000:]
+
+
 def test_a_new_chapter_gets_its_notebooks_and_its_row(copy):
     run(copy, "-m", "autograder.scaffold", "12_transformer", "block_step", "--title", "The transformer block")
     assert (copy / "lectures" / "12_transformer.ipynb").is_file()
