@@ -23,6 +23,7 @@ docs/contributing.md walks through it.
 from __future__ import annotations
 
 import argparse
+import json
 import keyword
 import re
 import sys
@@ -267,11 +268,13 @@ def scaffold(stem: str, function: str, title: str | None = None, root: Path = RO
         raise ScaffoldError(f"{function} is already a graded function of {stem}")
     if stem not in known and not title:
         raise ScaffoldError(f"{stem} is a new chapter: say what it is about with --title \"...\" (the README's table)")
+    if title is not None and ("|" in title or not title.isprintable()):
+        raise ScaffoldError(f"--title {title!r} goes into a Markdown table row: write it without '|' or line breaks")
     written = []
     lecture, solution = root / "lectures" / f"{stem}.ipynb", root / "solutions" / f"{stem}.ipynb"
     entry = ""
     if stem not in known:
-        entry += f'\n[[chapter]]\nstem = "{stem}"\ntitle = "{title}"\n'
+        entry += f'\n[[chapter]]\nstem = "{stem}"\ntitle = {json.dumps(title)}\n'     # JSON's escapes are TOML's
         for path, kind in ((lecture, "lecture"), (solution, "exercise")):
             if not path.exists():
                 nb = new_notebook(f"{number} · {title}" + (" (exercise)" if kind == "exercise" else ""),

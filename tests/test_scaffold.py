@@ -119,12 +119,12 @@ def test_a_scaffolded_step_function_is_judged_against_its_reference_cell(copy):
 
 
 def test_a_new_chapter_gets_its_notebooks_and_its_row(copy):
-    run(copy, "-m", "autograder.scaffold", "12_transformer", "block_step", "--title", "The transformer block")
+    run(copy, "-m", "autograder.scaffold", "12_transformer", "block_step", "--title", 'The "transformer" block')
     assert (copy / "lectures" / "12_transformer.ipynb").is_file()
     solution = nbformat.read(copy / "solutions" / "12_transformer.ipynb", as_version=4)
     assert "runtime.init(" in solution.cells[1].source
     assert "| 11 | From the weighted sum" in (copy / "README.md").read_text()
-    assert "| 12 | The transformer block |\n" in (copy / "README.md").read_text()
+    assert '| 12 | The "transformer" block |\n' in (copy / "README.md").read_text()
     listed = run(copy, "-c", "from autograder import chapters; print(chapters.stems()[-1], chapters.chapter_range())")
     assert listed.stdout.split() == ["12_transformer", "00", "to", "12"]
 
@@ -135,6 +135,7 @@ def test_a_new_chapter_gets_its_notebooks_and_its_row(copy):
     (["05_gru", "Gru-Step"], "must be a Python name"),
     (["5_gru", "gru_mix"], "must be a stem like 05_gru"),
     (["05_gated", "gru_mix", "--title", "x"], "chapter 05 is 05_gru, not 05_gated"),
+    (["12_transformer", "block_step", "--title", "a | b"], "without '|' or line breaks"),
 ])
 def test_what_cannot_be_scaffolded_is_refused_with_the_reason(copy, args, says):
     before = (copy / "autograder" / "chapters.toml").read_text()
