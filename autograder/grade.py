@@ -46,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
+from autograder import chapters as manifest
 from autograder import feedback, intake, late_policy, nbgrader_runs, trusted
 from autograder.nbgrader_plugin import load_result, results_dir, save_result, status_of
 from course.paths import ROOT
@@ -159,7 +160,7 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
     if Path(submissions).resolve().is_relative_to((course / "submitted").resolve()):
         raise ValueError(f"{submissions} is the course's own submitted/ folder, which intake replaces: grade it "
                          "with `nbgrader autograde CHAPTER --student S`, or give a copy as SUBMISSIONS")
-    known = {p.stem for p in (ROOT / "solutions").glob("*.ipynb")}
+    known = set(manifest.stems())          # the course's assignments: the chapter manifest
     items = [s for s in intake.collect(submissions, known) if not students or s.student in students]
     if not items:
         raise ValueError(f"no notebooks found under {submissions}: expected <student>/<chapter>.ipynb "

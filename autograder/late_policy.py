@@ -27,6 +27,8 @@ from pathlib import Path
 
 from nbgrader.plugins import LateSubmissionPlugin
 
+from autograder import chapters
+
 FILE = Path(__file__).resolve().parent / "deadlines.toml"
 COURSE_ID = "rnnlm-course"          # autograder/nbgrader_config.py's
 
@@ -47,6 +49,11 @@ def load(path: Path | None = None) -> dict:
         if not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{path}: [policy] {key} = {value!r} must be a number >= 0")
     due = {chapter: utc(when, f"{path}: [due] {chapter}") for chapter, when in raw.get("due", {}).items()}
+    known = chapters.stems()
+    unknown = sorted(set(due) - set(known))
+    if unknown:      # a misspelt chapter would otherwise never be due
+        raise ValueError(f"{path}: [due] names {', '.join(unknown)}, which the course does not have; the "
+                         f"chapters are those of autograder/chapters.toml: {', '.join(known)}")
     return {"policy": policy, "due": due}
 
 
@@ -92,10 +99,11 @@ class CoursePenalty(LateSubmissionPlugin):
         return score * share
 
 
-def set_due_dates(gradebook, chapters, deadlines: dict | None = None):
-    """Write each chapter's due date (or none) into an open nbgrader Gradebook."""
+def set_due_dates(gradebook, names=None, deadlines: dict | None = None):
+    """Write each chapter's due date (or none) into an open nbgrader Gradebook: the chapters named,
+    or every chapter of the manifest."""
     due = (deadlines or load())["due"]
-    for chapter in chapters:
+    for chapter in chapters.stems() if names is None else names:
         when = due.get(chapter)
         gradebook.update_or_create_assignment(chapter, duedate=when.replace(tzinfo=None) if when else None)
 

@@ -76,10 +76,8 @@ measured tables and figures the lectures cite.
 
 def student_readme() -> str:
     """The README, with the due dates and the late policy as autograder/deadlines.toml says now."""
-    from autograder import late_policy
-    numbers = sorted(path.name[:2] for path in (ROOT / "lectures").glob("[0-9][0-9]_*.ipynb"))
-    chapters = f"{numbers[0]} to {numbers[-1]}" if numbers else "by number"
-    return STUDENT_README.replace("{chapters}", chapters) + "\n## Due dates\n\n" + late_policy.describe(late_policy.load()) + "\n"
+    from autograder import chapters, late_policy
+    return STUDENT_README.replace("{chapters}", chapters.chapter_range()) + "\n## Due dates\n\n" + late_policy.describe(late_policy.load()) + "\n"
 
 
 def build(out: Path) -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import chapters
 from book import equations
 from course import book
 from course.paths import ROOT
@@ -36,7 +37,8 @@ class BookError(RuntimeError):
 
 
 def lectures():
-    return sorted((ROOT / "lectures").glob("[0-9][0-9]_*.ipynb"))
+    """The chapters' lectures, in the chapter manifest's order."""
+    return [c.notebook("lectures") for c in chapters.load()]
 
 
 def chapter_of(path: Path) -> str:
@@ -255,7 +257,7 @@ def assemble(src: Path = SRC) -> list:
                                         names, titles)
         missing += [(chapter_of(path), key) for key in unresolved]
         write_if_changed(src / "lectures" / path.name, text)
-    for path in sorted((ROOT / "exercises").glob("[0-9][0-9]_*.ipynb")):
+    for path in (c.notebook("exercises") for c in chapters.load()):
         write_if_changed(src / "exercises" / path.name, exercise_page(path, titles))
     results = results_pages(src)
     write_if_changed(src / "index.md", index_page(titles, names, results))

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder import chapters
 from hub import accounts
 from hub.layout import COURSE_ID, Layout
 from course.paths import ROOT
@@ -161,18 +162,18 @@ def instructor_course(layout: Layout, instructor: str, students: list):
     course = layout.course_dir(instructor)
     course.mkdir(exist_ok=True)
     shutil.copy(ROOT / "hub" / "nbgrader_config.py", course / "nbgrader_config.py")
-    for solution in sorted((grader / "solutions").glob("*.ipynb")):
-        target = course / "source" / solution.stem / solution.name
+    for stem in chapters.stems():                    # the assignments: the chapter manifest
+        solution = grader / "solutions" / f"{stem}.ipynb"
+        target = course / "source" / stem / solution.name
         if not target.exists():                      # the instructor's edits stay
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(solution, target)
     subprocess.run(["chown", "-R", f"{ids.pw_uid}:{ids.pw_gid}", str(grader), str(course)], check=True)
     subprocess.run(["chmod", "-R", "go-rwx", str(grader), str(course)], check=True)
-    chapters = sorted(p.stem for p in (grader / "solutions").glob("*.ipynb"))
     add_students = ("import sys\nfrom nbgrader.api import Gradebook\nfrom autograder import late_policy\n"
                     f"with Gradebook('sqlite:///gradebook.db', {COURSE_ID!r}) as gb:\n"
                     "    for name in sys.argv[1:]:\n        gb.update_or_create_student(name)\n"
-                    f"    late_policy.set_due_dates(gb, {chapters!r})\n")
+                    "    late_policy.set_due_dates(gb)\n")       # every chapter of the manifest
     accounts.as_user(instructor, [str(layout.env / "bin" / "python"), "-c", add_students, *students],
                      cwd=course, env=server_env(layout, instructor), check=True)
 

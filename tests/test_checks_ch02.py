@@ -7,6 +7,7 @@ import pytest
 from autograder.reference.grading import all_checks, run_check
 from autograder.samples import make_samples
 from course import runtime
+from tests.slips import Slip
 
 dy = runtime.dynet()
 
@@ -256,3 +257,71 @@ def test_dynet_reached_by_built_names_is_caught_where_its_methods_are_c_function
         assert set(found) == set(BACKWARD) and all("asks DyNet" in f[0] for f in found.values()), found
     else:
         assert found == {}, found
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 02: rnn_step
+    Slip("W_hh used transposed", "02_srnn", "rnn_step",
+         old='p["W_hh"], h_prev]',
+         new='dy.transpose(p["W_hh"]), h_prev]',
+         visible="rnn_step_values", shows="row i of W_hh makes unit i",
+         failing=("ch02.rnn_recurrence", "ch02.rnn_step"),
+         says="W_hh is used transposed", lost=2),
+    Slip("bias b_h missing", "02_srnn", "rnn_step",
+         old='dy.affine_transform([p["b_h"], p["W_xh"], x, p["W_hh"], h_prev])',
+         new='p["W_xh"] * x + p["W_hh"] * h_prev',
+         visible="rnn_step_values", shows="with W_hh = 0, h = tanh(W_xh x + b_h) should be",
+         failing=("ch02.rnn_input", "ch02.rnn_step"),
+         says="b_h is missing", lost=2),
+    Slip("logistic where tanh belongs", "02_srnn", "rnn_step",
+         old="h = dy.tanh(",
+         new="h = dy.logistic(",
+         visible="rnn_step_values", shows="with W_hh = 0, h = tanh(W_xh x + b_h) should be",
+         failing=("ch02.rnn_step", "ch02.rnn_input", "ch02.rnn_recurrence"),
+         says="squashed with the logistic sigmoid", lost=3),
+    Slip("the step computed in NumPy", "02_srnn", "rnn_step",
+         old='h = dy.tanh(dy.affine_transform([p["b_h"], p["W_xh"], x, p["W_hh"], h_prev]))',
+         new='import numpy as np\n'
+             '    h = dy.inputTensor(np.tanh(p["W_xh"].npvalue() @ x.npvalue() + p["W_hh"].npvalue() @ '
+             'h_prev.npvalue() + p["b_h"].npvalue()[:, None]), batched=True)',
+         visible="rnn_step_gradients", shows="no gradient reached W_xh",
+         failing=("ch02.rnn_gradients", "ch02.rnn_step", "ch02.rnn_input", "ch02.rnn_recurrence"),
+         says="no gradient reaches any parameter", lost=4,
+         # numbers computed at the point it ran at are constants, wrong at the grader's fresh point;
+         # in the notebook they are right, and the visible gradient check is what says so
+         explained=("rnn_step_values",)),
+    # ------------------------------------------------------------------ 02: srnn_step_backward, by hand
+    Slip("backward without the tanh's derivative", "02_srnn", "srnn_step_backward",
+         old="da = dh * (1 - h ** 2)",
+         new="da = dh",
+         visible="srnn_step_backward_tests", shows="db_h should be",
+         failing=("ch02.backward_inputs", "ch02.backward_params"),
+         says="the tanh's derivative is missing", lost=2),
+    Slip("tanh' taken of h: 1 - tanh(h)**2", "02_srnn", "srnn_step_backward",
+         old="da = dh * (1 - h ** 2)",
+         new="da = dh * (1 - np.tanh(h) ** 2)",
+         visible="srnn_step_backward_tests", shows="db_h should be",
+         failing=("ch02.backward_inputs", "ch02.backward_params"),
+         says="tanh' is applied to h, which is already tanh(a)", lost=2),
+    Slip("dW_hh transposed", "02_srnn", "srnn_step_backward",
+         old="dW_hh = da @ h_prev.T",
+         new="dW_hh = h_prev @ da.T",
+         visible="srnn_step_backward_tests", shows="dW_hh should be",
+         failing=("ch02.backward_params",),
+         says="dW_hh is transposed", lost=1),
+    Slip("db_h not summed over the batch", "02_srnn", "srnn_step_backward",
+         old="db_h = da.sum(axis=1)",
+         new="db_h = da",
+         visible="srnn_step_backward_tests", shows="db_h has shape (2, 2), expected (2,)",
+         failing=("ch02.backward_params",),
+         says="sum da over the batch", lost=1),
+    Slip("dh_prev without W_hh^T", "02_srnn", "srnn_step_backward",
+         old="dh_prev = W_hh.T @ da",
+         new="dh_prev = da",
+         visible="srnn_step_backward_tests", shows="dh_prev should be",
+         failing=("ch02.backward_inputs",),
+         says="dh_prev is missing W_hh^T", lost=1),
+]

@@ -7,6 +7,7 @@ import pytest
 
 from autograder.reference.grading import all_checks, run_check
 from course import runtime
+from tests.slips import Slip
 
 dy = runtime.dynet()
 
@@ -419,3 +420,78 @@ def test_a_student_error_inside_the_guard_is_still_the_students():
     with pytest.raises(ZeroDivisionError, match="mine"):
         from autograder.probes import ch03_sampler as probe
         probe.distributions({"next_token_distribution": broken}, all_checks()[DISTRIBUTION].make_inputs())
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 03: lstm_step, no forget gate
+    Slip("input and output gates' parameters swapped", "03_lstm", "lstm_step",
+         old='i = dy.logistic(dy.affine_transform([p["b_i"], p["W_xi"], x, p["W_hi"], h_prev]))\n'
+             '    o = dy.logistic(dy.affine_transform([p["b_o"], p["W_xo"], x, p["W_ho"], h_prev]))',
+         new='i = dy.logistic(dy.affine_transform([p["b_o"], p["W_xo"], x, p["W_ho"], h_prev]))\n'
+             '    o = dy.logistic(dy.affine_transform([p["b_i"], p["W_xi"], x, p["W_hi"], h_prev]))',
+         visible="lstm_step_values", shows="does your input gate read W_xi, W_hi and b_i",
+         failing=("ch03.lstm_memory", "ch03.lstm_output", "ch03.lstm_step"),
+         says="the input gate reads the output gate's parameters", lost=3),
+    Slip("tanh where the output gate's sigmoid belongs", "03_lstm", "lstm_step",
+         old="o = dy.logistic(",
+         new="o = dy.tanh(",
+         visible="lstm_step_values", shows="c is right but h is",
+         failing=("ch03.lstm_step", "ch03.lstm_output"),
+         says="the output gate uses tanh", lost=2),
+    Slip("h = o * c, the tanh of eq 51 left out", "03_lstm", "lstm_step",
+         old="h = dy.cmult(o, dy.tanh(c))",
+         new="h = dy.cmult(o, c)",
+         visible="lstm_step_values", shows="with b_o = +30 the output gate is open",
+         failing=("ch03.lstm_output", "ch03.lstm_step"),
+         says="so h_t must be tanh(c_t)", lost=2),
+    Slip("logistic and tanh exchanged between u and i", "03_lstm", "lstm_step",
+         old='u = dy.tanh(dy.affine_transform([p["b_u"], p["W_xu"], x, p["W_hu"], h_prev]))\n'
+             '    i = dy.logistic(dy.affine_transform([p["b_i"], p["W_xi"], x, p["W_hi"], h_prev]))',
+         new='u = dy.logistic(dy.affine_transform([p["b_u"], p["W_xu"], x, p["W_hu"], h_prev]))\n'
+             '    i = dy.tanh(dy.affine_transform([p["b_i"], p["W_xi"], x, p["W_hi"], h_prev]))',
+         visible="lstm_step_values", shows="your input gate is -1, not 0",
+         failing=("ch03.lstm_memory", "ch03.lstm_step"),
+         says="u_t and i_t have each other's function", lost=2),
+    Slip("h from the old memory: o * tanh(c_prev)", "03_lstm", "lstm_step",
+         old="h = dy.cmult(o, dy.tanh(c))",
+         new="h = dy.cmult(o, dy.tanh(c_prev))",
+         visible="lstm_step_values", shows="h is tanh(c_prev)",
+         failing=("ch03.lstm_output", "ch03.lstm_step"),
+         says="from the old memory", lost=2),
+    Slip("c_prev scaled by (1 - i): no carousel", "03_lstm", "lstm_step",
+         old="c = dy.cmult(i, u) + c_prev",
+         new="c = dy.cmult(i, u) + dy.cmult(1 - i, c_prev)",
+         visible="lstm_step_carousel", shows="d sum(c_20) / d c_0 is",
+         failing=("ch03.lstm_carousel", "ch03.lstm_memory", "ch03.lstm_step"),
+         says="constant error carousel", lost=3),
+    # ------------------------------------------------------------------ 03: next_token_distribution, the sampler
+    Slip("temperature applied after the softmax", "03_lstm", "next_token_distribution",
+         old="z = np.asarray(scores, dtype=float) / temperature\n"
+             "    p = np.exp(z - z.max())                     # the largest score subtracted: no overflow\n",
+         new="z = np.asarray(scores, dtype=float)\n"
+             "    p = np.exp(z - z.max()) / temperature\n",
+         visible="next_token_distribution_tests", shows="divide the scores by the temperature before the softmax",
+         failing=("ch03.next_token_distribution", "ch03.sampler_draws"),
+         says="divide the scores by it before the softmax", lost=2),
+    Slip("top-k off by one: k + 1 tokens kept", "03_lstm", "next_token_distribution",
+         old="p[order[top_k:]] = 0.0",
+         new="p[order[top_k + 1:]] = 0.0",
+         visible="next_token_distribution_tests", shows="top_k = 1 keeps the most probable token only",
+         failing=("ch03.next_token_distribution", "ch03.sampler_draws"),
+         says="top-k keeps one token too many", lost=2),
+    Slip("top-p without the token that crosses p", "03_lstm", "next_token_distribution",
+         old="p[order[crossing + 1:]] = 0.0",
+         new="p[order[crossing:]] = 0.0",
+         visible="next_token_distribution_tests", shows="the token that crosses top_p is kept",
+         failing=("ch03.next_token_distribution", "ch03.sampler_draws"),
+         says="top-p leaves out the token that crosses p", lost=2),
+    Slip("kept probabilities not renormalised", "03_lstm", "next_token_distribution",
+         old="        p[order[top_k:]] = 0.0\n        p /= p.sum()\n",
+         new="        p[order[top_k:]] = 0.0\n",
+         visible="next_token_distribution_tests", shows="renormalise what is kept",
+         failing=("ch03.next_token_distribution", "ch03.sampler_draws"),
+         says="not renormalised", lost=2),
+]

@@ -13,6 +13,7 @@ from autograder.reference import ch04_forget_gate as ch04
 from autograder.reference import grading
 from autograder.reference.cells import forget_bias_init, lstm_step as reference_lstm_step
 from course import runtime
+from tests.slips import Slip
 
 dy = runtime.dynet()
 CHECKS = {c.name: c for c in ch04.CHECKS}
@@ -182,3 +183,29 @@ def test_checks_are_registered_and_run_from_a_notebook():
     grading.check("ch04.lstm_init", lstm_init=init_correct)
     with pytest.raises(AssertionError, match="ch04.lstm_init"):
         grading.check("ch04.lstm_init", lstm_init=lambda name, shape, forget_bias=1.0: None)
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 04: lstm_step, lstm_init
+    Slip("input and forget gates swapped", "04_forget_gate", "lstm_step",
+         old='i, f, o = gate("i"), gate("f"), gate("o")',
+         new='f, i, o = gate("i"), gate("f"), gate("o")',
+         visible="lstm_step_forget_gate", shows="with f = 1 and i = 0 the memory cell must stay as it was",
+         failing=("ch04.lstm_forget_gate", "ch04.lstm_step", "ch04.lstm_builder"),
+         says="do i_t and f_t read their own parameters", lost=3),
+    Slip("h where c belongs: f * h_prev", "04_forget_gate", "lstm_step",
+         old="dy.cmult(f, c_prev)",
+         new="dy.cmult(f, h_prev)",
+         visible="lstm_step_forget_gate", shows="with f = 1 and i = 0 the memory cell must stay as it was",
+         failing=("ch04.lstm_forget_gate", "ch04.lstm_step", "ch04.lstm_builder"),
+         says="f_t multiplies h_{t-1}", lost=3),
+    Slip("forget_bias argument ignored", "04_forget_gate", "lstm_init",
+         old="np.full(shape, float(forget_bias))",
+         new="np.full(shape, 1.0)",
+         visible="lstm_init_visible", shows="use the forget_bias argument",
+         failing=("ch04.lstm_init",),
+         says="is the forget_bias argument used?", lost=2),
+]

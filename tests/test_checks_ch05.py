@@ -11,6 +11,7 @@ from autograder.reference import ch05_gru as ch05
 from autograder.reference import grading
 from autograder.reference.cells import gru_step as reference_gru_step
 from course import runtime
+from tests.slips import Slip
 
 dy = runtime.dynet()
 CHECKS = {c.name: c for c in ch05.CHECKS}
@@ -186,3 +187,23 @@ def test_checks_are_registered_and_run_from_a_notebook():
     grading.check("ch05.gru_step", gru_step=one_minus_z_spelled_for_any_dynet, points=1)
     with pytest.raises(AssertionError, match="ch05.gru_step"):
         grading.check("ch05.gru_step", gru_step=z_exchanged)
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 05: gru_step
+    Slip("reset gate applied after W_hh", "05_gru", "gru_step",
+         old='x, p["W_hh"], dy.cmult(r, h_prev)]))',
+         new='x]) + dy.cmult(r, p["W_hh"] * h_prev))',
+         visible="gru_step_update_gate", shows="is r applied to h_prev before W_hh?",
+         failing=("ch05.gru_reset_gate", "ch05.gru_step", "ch05.gru_builder"),
+         says="eq 58 applies it to h_{t-1} before W_hh", lost=3),
+    Slip("z and 1 - z exchanged", "05_gru", "gru_step",
+         old="dy.cmult(-z + 1, h_prev) + dy.cmult(z, candidate)",
+         new="dy.cmult(z, h_prev) + dy.cmult(-z + 1, candidate)",
+         visible="gru_step_update_gate", shows="with z = 0 the state must stay as it was",
+         failing=("ch05.gru_update_gate", "ch05.gru_step", "ch05.gru_builder"),
+         says="z_t and 1 - z_t are exchanged", lost=3),
+]

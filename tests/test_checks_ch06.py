@@ -14,6 +14,7 @@ from autograder.probes import ch06_minibatching as probes  # noqa: E402
 from autograder.reference import ch06_minibatching as ch06  # noqa: E402
 from autograder.reference.grading import all_checks, check, run_check  # noqa: E402
 from course import data  # noqa: E402
+from tests.slips import Slip  # noqa: E402
 
 
 # -------------------------------------------------------------------------- answers to grade
@@ -298,3 +299,48 @@ def test_checks_judge_the_numbers_as_the_sandbox_returns_them():
         inputs = c.make_inputs()
         numbers = _unflatten(flatten(probes.__dict__[c.probe.split(":")[1]]({c.functions[0]: fn}, inputs)))
         assert c.judge(numbers, inputs) == []
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 06: pad_batch, masked_batch_nll
+    Slip("pad_batch sorts the sentences by length", "06_minibatching", "pad_batch",
+         old="for s in sentences]",
+         new="for s in sorted(sentences, key=len, reverse=True)]",
+         visible="pad_batch_tests", shows="keep the input order (do not sort)",
+         failing=("ch06.pad_words",),
+         says="keep the input order", lost=1),
+    Slip("padding with `<unk>` instead of `</s>`", "06_minibatching", "pad_batch",
+         old="else vocab.eos) for s in ids])",
+         new="else vocab.unk) for s in ids])",
+         visible="pad_batch_tests", shows="then </s> (2)",
+         failing=("ch06.pad_padding",),
+         says="pad with </s>", lost=1),
+    Slip("the last time step left unmasked", "06_minibatching", "masked_batch_nll",
+         old="terms.append(dy.cmult(losses, dy.inputTensor(mask, batched=True)))",
+         new="terms.append(losses if len(terms) == len(inputs) - 1 else dy.cmult(losses, "
+             "dy.inputTensor(mask, batched=True)))",
+         visible="masked_batch_nll_tests", shows="the padding was counted: use the masks",
+         failing=("ch06.masked_nll",),
+         says="the last time step's losses", lost=3),
+    Slip("the mean instead of the sum", "06_minibatching", "masked_batch_nll",
+         old="return dy.sum_batches(dy.esum(terms))",
+         new="return dy.sum_batches(dy.esum(terms)) * (1.0 / sum(sum(m) for m in masks))",
+         visible="masked_batch_nll_tests", shows="the loss is averaged over the",
+         failing=("ch06.masked_nll",),
+         says="the loss is averaged over the predictions", lost=3),
+    Slip("the mask without batched=True", "06_minibatching", "masked_batch_nll",
+         old="dy.inputTensor(mask, batched=True)",
+         new="dy.inputTensor(mask)",
+         visible="masked_batch_nll_tests", shows="is a mask built with dy.inputTensor(mask, batched=True)?",
+         failing=("ch06.masked_nll", "ch06.masked_nll_gradients"),
+         says="is a mask built with dy.inputTensor(mask, batched=True)?", lost=4),
+    Slip("the masks one step late", "06_minibatching", "masked_batch_nll",
+         old="zip(inputs, targets, masks)",
+         new="zip(inputs, targets, [[1] * len(masks[0])] + list(masks[:-1]))",
+         visible="masked_batch_nll_tests", shows="not the mask of the word read",
+         failing=("ch06.masked_nll",),
+         says="the masks are one step late", lost=3),
+]

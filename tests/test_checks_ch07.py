@@ -15,6 +15,7 @@ from autograder.reference import ch07_stacked_residual as ch07  # noqa: E402
 from autograder.reference.grading import all_checks, check, run_check  # noqa: E402
 from course.cell import Cell  # noqa: E402
 from course.data import Vocab  # noqa: E402
+from tests.slips import Slip  # noqa: E402
 
 
 MODE_CHECKS = {None: "ch07.stacked", "vertical": "ch07.residual_vertical", "lateral": "ch07.residual_lateral"}
@@ -144,3 +145,37 @@ def test_a_horizontal_residual_outside_dynet_fails_on_gradients():
         return dy.inputTensor(h.npvalue().reshape(ch07.D, -1), batched=True), c
     found = horizontal(detached)
     assert len(found) == 1 and "gradients differ" in found[0], found
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 07: stacked_step
+    Slip("residual added before the layer's nonlinearity", "07_stacked_residual", "stacked_step",
+         old="        state = step(p, x, state)\n"
+             "        h = state[0]\n"
+             "        if residual is not None:\n"
+             "            h = h + x ",
+         new="        if residual is not None:\n"
+             "            state = (state[0] + x,) + tuple(state[1:])\n"
+             "        state = step(p, x, state)\n"
+             "        h = state[0]\n"
+             "        if residual is not None:\n"
+             "            h = h ",
+         visible="stacked_step_tests", shows="residual='vertical', step 1: top output",
+         failing=("ch07.residual_vertical", "ch07.residual_lateral"),
+         says="the residual is added to h_{t-1} before the layer runs", lost=2),
+    Slip("lateral residual not passed to the next step", "07_stacked_residual", "stacked_step",
+         old='if residual == "lateral":',
+         new="if False:",
+         visible="stacked_step_tests", shows="residual='lateral', step 1: new states",
+         failing=("ch07.residual_lateral",),
+         says="must also replace h (new_state[0])", lost=1),
+    Slip("horizontal residual adds the input x_t, not h_{t-1}", "07_stacked_residual", "horizontal_step",
+         old="return (new_state[0] + state[0],)",
+         new="return (new_state[0] + x,)",
+         visible="horizontal_step_tests", shows="step 1: new state (h, c)",
+         failing=("ch07.residual_horizontal",),
+         says="adds the fast state of the previous time step", lost=1),
+]

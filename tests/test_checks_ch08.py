@@ -16,6 +16,7 @@ from autograder.reference import cells as ref  # noqa: E402
 from autograder.reference import weights as W  # noqa: E402
 from autograder.reference.ch08_weighted_sum import STEPS  # noqa: E402
 from autograder.reference.grading import all_checks, run_check  # noqa: E402
+from tests.slips import Slip  # noqa: E402
 
 CHECKS = all_checks()
 
@@ -244,3 +245,41 @@ def including_self(w):
 def test_most_influential_check_fails_wrong_answers(wrong, hint):
     found = problems("ch08.most_influential", most_influential=wrong)
     assert found and any(hint in p for p in found), found
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 08: ablations, weights
+    Slip("RAN gates reading h_prev, not c_prev", "08_weighted_sum", "ran_step",
+         old='    _, c_prev = state\n'
+             '    content = dy.affine_transform([p["b_u"], p["W_xu"], x])\n'
+             '    i = dy.logistic(dy.affine_transform([p["b_i"], p["W_ci"], c_prev, p["W_xi"], x]))\n'
+             '    f = dy.logistic(dy.affine_transform([p["b_f"], p["W_cf"], c_prev, p["W_xf"], x]))',
+         new='    h_prev, c_prev = state\n'
+             '    content = dy.affine_transform([p["b_u"], p["W_xu"], x])\n'
+             '    i = dy.logistic(dy.affine_transform([p["b_i"], p["W_ci"], h_prev, p["W_xi"], x]))\n'
+             '    f = dy.logistic(dy.affine_transform([p["b_f"], p["W_cf"], h_prev, p["W_xf"], x]))',
+         visible="ran_tanh_step_visible", shows="the gates read c_prev (W_ci, W_cf), not h_prev",
+         failing=("ch08.ran_tanh_step", "ch08.ran_identity_step"),
+         says="in a RAN they read the previous memory cell c_{t-1}", lost=2),
+    Slip("LSTM - S-RNN with a tanh content layer", "08_weighted_sum", "lstm_minus_srnn_step",
+         old='content = p["W_xu"] * x',
+         new='content = dy.tanh(p["W_xu"] * x)',
+         visible="lstm_minus_srnn_step_visible", shows="eq 9's content layer is W_xu x_t alone",
+         failing=("ch08.lstm_minus_srnn_step",),
+         says="the content layer is squashed with tanh", lost=1),
+    Slip("memory weights: the product includes f_j", "08_weighted_sum", "memory_weights",
+         old="w[t, t] = i[t]",
+         new="w[t, t] = i[t] * f[t]",
+         visible="memory_weights_visible", shows="w[:, :, 0] should be",
+         failing=("ch08.memory_weights", "ch08.memory_weights_saturated"),
+         says="w[t, t] must be i_t", lost=2),
+    Slip("most influential word: the word itself counted", "08_weighted_sum", "most_influential",
+         old="np.argmax(strength[t, :t])",
+         new="np.argmax(strength[t, :t + 1])",
+         visible="most_influential_visible", shows="only predecessors j < t count",
+         failing=("ch08.most_influential",),
+         says="only predecessors count", lost=1),
+]

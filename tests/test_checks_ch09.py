@@ -8,6 +8,7 @@ import pytest
 from autograder.reference import ch09_dropout as ch09
 from autograder.reference.grading import all_checks, run_check
 from course import runtime
+from tests.slips import Slip
 
 dy = runtime.dynet()
 
@@ -233,3 +234,45 @@ def test_same_seed_same_masks():
     again = [model.token_logprobs(sentence, dropout=0.5)[0] for _ in range(2)]
     assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
     assert not np.allclose(first[0], first[1])            # and the two passes differ
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 09: dropout, Monte Carlo dropout
+    Slip("dropout left on at test time (the rate fixed, p ignored)", "09_dropout", "variational_dropout",
+         old="    if p == 0:\n"
+             "        return list(xs)\n"
+             "    d, batch_size = xs[0].dim()[0][0], xs[0].dim()[1]\n"
+             "    mask = dy.random_bernoulli((d,), 1.0 - p, 1.0 / (1.0 - p), batch_size=batch_size)",
+         new="    d, batch_size = xs[0].dim()[0][0], xs[0].dim()[1]\n"
+             "    mask = dy.random_bernoulli((d,), 0.5, 2.0, batch_size=batch_size)",
+         visible="variational_dropout_tests", shows="as at test time",
+         failing=("ch09.dropout_mask", "ch09.dropout_off"),
+         says="it must follow p", lost=2),
+    Slip("a new dropout mask at every step", "09_dropout", "variational_dropout",
+         old="return [dy.cmult(x, mask) for x in xs]",
+         new="return [dy.dropout(x, p) for x in xs]",
+         visible="variational_dropout_tests", shows="the mask must be the same at every time step",
+         failing=("ch09.dropout_mask",),
+         says="the mask changes from one time step", lost=1),
+    Slip("Monte Carlo average of log-probabilities", "09_dropout", "mc_token_logprobs",
+         old="result.append(top + np.log(np.exp(a - top).sum(axis=0)) - np.log(samples))",
+         new="result.append(a.mean(axis=0))",
+         visible="mc_token_logprobs_tests", shows="the mean probabilities are [0.4, 0.3, 0.8]",
+         failing=("ch09.mc_average", "ch09.mc_stable", "ch09.mc_model"),
+         says="averages of log-probabilities", lost=4),
+    Slip("Monte Carlo average without log-sum-exp", "09_dropout", "mc_token_logprobs",
+         old="result.append(top + np.log(np.exp(a - top).sum(axis=0)) - np.log(samples))",
+         new="result.append(np.log(np.exp(a).mean(axis=0)))",
+         visible="mc_token_logprobs_tests", shows="use the log-sum-exp trick",
+         failing=("ch09.mc_stable",),
+         says="exp() underflows", lost=1),
+    Slip("perplexity over the words only, `</s>` not counted", "09_dropout", "mc_dropout_perplexity",
+         old="sum(len(s) + 1 for s in sentences)",
+         new="sum(len(s) for s in sentences)",
+         visible="mc_dropout_perplexity_tests", shows="so the perplexity is 5",
+         failing=("ch09.mc_dropout_perplexity",),
+         says="len(s) + 1 predictions per sentence", lost=3),
+]

@@ -20,6 +20,7 @@ from autograder.reference import grading  # noqa: E402
 from autograder.reference.cells import causal_attention as reference_attention  # noqa: E402
 from autograder.samples import make_samples  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
+from tests.slips import Slip  # noqa: E402
 
 CHECKS = {c.name: c for c in ch11.CHECKS}
 ALL = set(CHECKS)
@@ -263,3 +264,53 @@ def test_the_course_attention_layer_is_refused_while_tracing(traced):
 def test_builders_are_refused_and_a_wrong_shape_is_named_while_tracing(traced):
     assert "is not an operation a graded step function may use" in traced["builder"]
     assert "must return ((d, T), B)" in traced["transposed"]
+
+
+# ------------------------------------------------------------------ slips
+# Each slip is one mistake a student makes in the solution's answer cell, graded end to end by
+# tests/test_slips.py, which makes the slip table of autograder/README.md from them.
+SLIPS = [
+    # ------------------------------------------------------------------ 11: causal_attention
+    Slip("mask off by one: the next word visible", "11_attention", "causal_attention",
+         old="np.tril(np.full((T, T), -1e9), k=-1)",
+         new="np.tril(np.full((T, T), -1e9), k=-2)",
+         visible="attention_causal", shows="changing word 5 changed the output at position(s) [4]",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_causal", "ch11.attention_long"),
+         says="position t sees position t + 1", lost=3.5),
+    Slip("mask off by one: the word itself hidden", "11_attention", "causal_attention",
+         old="np.tril(np.full((T, T), -1e9), k=-1)",
+         new="np.tril(np.full((T, T), -1e9), k=0)",
+         visible="attention_values", shows="with one head, H of the first sentence is",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_causal", "ch11.attention_long"),
+         says="position t does not see itself", lost=3.5),
+    Slip("scores not scaled", "11_attention", "causal_attention",
+         old="dy.transpose(k) * q / np.sqrt(d_k) +",
+         new="dy.transpose(k) * q +",
+         visible="attention_values", shows="with one head, H of the first sentence is",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_long"),
+         says="the scores are not scaled", lost=2),
+    Slip("scores scaled by sqrt(d), not each head's sqrt(d_k)", "11_attention", "causal_attention",
+         old="q / np.sqrt(d_k)",
+         new="q / np.sqrt(d)",
+         visible="attention_values", shows="with two heads, H of the first sentence is",
+         failing=("ch11.attention_heads", "ch11.attention_long"),
+         says="divided by sqrt(d), the whole width", lost=1),
+    Slip("softmax over the wrong axis (the queries)", "11_attention", "causal_attention",
+         old="dy.softmax(scores, d=0)",
+         new="dy.softmax(scores, d=1)",
+         visible="attention_values", shows="with one head, H of the first sentence is",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_causal", "ch11.attention_long"),
+         says="the softmax runs over the wrong axis", lost=3.5),
+    Slip("no causal mask: future positions visible", "11_attention", "causal_attention",
+         old="scores = dy.transpose(k) * q / np.sqrt(d_k) + dy.inputTensor(later)",
+         new="scores = dy.transpose(k) * q / np.sqrt(d_k)",
+         visible="attention_causal", shows="changing word 5 changed the output at position(s) [1, 2, 3, 4]",
+         failing=("ch11.attention_causal", "ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_long"),
+         says="position t sees the later positions", lost=3.5),
+    Slip("positions not added", "11_attention", "causal_attention",
+         old='X = X + dy.select_cols(p["P"], list(range(T)))',
+         new="X = X",
+         visible="attention_values", shows="with one head, H of the first sentence is",
+         failing=("ch11.attention_one_head", "ch11.attention_heads", "ch11.attention_lengths", "ch11.attention_long"),
+         says="the positions are not added", lost=2.5),
+]

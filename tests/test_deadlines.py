@@ -160,6 +160,9 @@ def test_a_bad_date_or_extension_is_refused_with_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_DEADLINES", str(tmp_path / "d.toml"))
     with pytest.raises(ValueError, match="not a date like"):
         late_policy.load()
+    (tmp_path / "d.toml").write_text('[due]\n"05_gur" = "2026-03-01T12:00:00Z"\n')     # misspelt: never due
+    with pytest.raises(ValueError, match="05_gur, which the course does not have.*05_gru"):
+        late_policy.load()
     (tmp_path / "d.toml").write_text(DEADLINES)
     with pytest.raises(ValueError, match="is not after"):
         late_policy.extend(tmp_path, "s", "05_gru", "2026-02-01T00:00:00Z")

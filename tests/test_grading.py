@@ -7,12 +7,13 @@ import nbformat
 import pytest
 
 import autograder.probes
+from autograder import chapters
 from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks
 from autograder.trusted import spec_of
 from tests.conftest import ROOT
 
-SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+SOLUTIONS = [c.notebook("solutions") for c in chapters.load()]     # the chapter manifest
 
 
 def test_check_names_are_unique_and_named_by_chapter():

@@ -18,13 +18,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder import chapters
 from autograder.release import build
 from tests.conftest import ROOT, once_per_run
 from autograder.notebook_runner import with_answers
 
 DYNETS = ["2.1", "2.2"]
-LECTURES = sorted(p.name for p in (ROOT / "lectures").glob("*.ipynb"))
-EXERCISES = sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
+LECTURES = [c.notebook("lectures").name for c in chapters.load()]     # the chapter manifest
+EXERCISES = [c.notebook("exercises").name for c in chapters.load()]
 INSTRUCTOR_ONLY = ["jupyterhub", "pamela", "sphinx", "myst-nb", "pytest", "playwright", "nh3"]
 RUN_NOTEBOOK = """
 import sys, nbformat

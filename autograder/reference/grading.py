@@ -14,7 +14,8 @@ A :class:`Check` is split so that student code and grading never share a process
   lists what is wrong, helpfully, without revealing reference values.
 
 Chapters register checks in ``autograder/reference/chNN_*.py`` modules, each with
-a ``CHECKS`` list; :func:`all_checks` collects them. A solution notebook's hidden
+a ``CHECKS`` list, named in the chapter manifest (``autograder/chapters.toml``);
+:func:`all_checks` collects them. A solution notebook's hidden
 test runs one in its own kernel::
 
     from autograder.reference.grading import check
@@ -34,10 +35,10 @@ from __future__ import annotations
 
 import ast
 import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
+from autograder import chapters as manifest
 from autograder import probes
 
 
@@ -55,25 +56,21 @@ class Check:
 
 
 def chapter_checks(chapter: str) -> dict:
-    """The checks of one chapter ("ch05"), by name."""
-    import autograder.reference as package
+    """The checks of one chapter ("ch05"), by name: those of the modules the chapter manifest
+    names for it (tests/test_chapters.py: every chNN_*.py module is named there)."""
     found = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith(chapter + "_"):
-            for c in importlib.import_module(f"autograder.reference.{info.name}").CHECKS:
-                if c.name in found:
-                    raise ValueError(f"check {c.name} is registered twice")
-                found[c.name] = c
+    for module in manifest.check_modules(chapter):
+        for c in importlib.import_module(module).CHECKS:
+            if c.name in found:
+                raise ValueError(f"check {c.name} is registered twice")
+            found[c.name] = c
     return found
 
 
 def all_checks() -> dict:
-    import autograder.reference as package
-    chapters = sorted({info.name.split("_")[0] for info in pkgutil.iter_modules(package.__path__)
-                       if info.name.startswith("ch")})
     found = {}
-    for chapter in chapters:
-        found.update(chapter_checks(chapter))
+    for chapter in manifest.load():
+        found.update(chapter_checks(chapter.prefix))
     return found
 
 
