@@ -9,7 +9,7 @@ import pytest
 import autograder.probes
 from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks
-from autograder.trusted import spec_of
+from autograder.grader import spec_of
 from tests.conftest import ROOT
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
