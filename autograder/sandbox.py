@@ -47,7 +47,6 @@ import pickle
 import pkgutil
 import queue
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -505,6 +504,7 @@ def _limit(limits: Limits):
     # On the GPU (COURSE_GPU=1) CUDA reserves far more address space than memory_mb when it
     # starts, so the cap is on the data segment there (private writable memory: what NumPy
     # and Python allocate); elsewhere on the address space, which shared mappings count in too.
+    import resource                    # the grader's side only: the confined process loads what it did
     from course import runtime
     memory = resource.RLIMIT_DATA if runtime.gpu_requested() else resource.RLIMIT_AS
 
