@@ -1,4 +1,4 @@
-"""The instructor's grading workflow, on an nbgrader course directory.
+"""The command line: a class's submissions through intake (stage 1) into one nbgrader run each.
 
     python -m autograder.grade release   [--out DIR]
     python -m autograder.grade autograde SUBMISSIONS [--workers N | --scheduler tls://HOST:PORT [--certs DIR]]
@@ -10,7 +10,12 @@
 ``make grades`` call these.) SUBMISSIONS holds ``<student>/<chapter>.ipynb`` or
 nbgrader's own ``<student>/<chapter>/<chapter>.ipynb``. The course directory
 (default ``autograder/work/course``) is an ordinary nbgrader course directory
-whose configuration is ``autograder/nbgrader_config.py``:
+whose configuration is ``autograder/nbgrader_config.py``.
+
+How a score is made, in stages (autograder/README.md): intake, here; the nbgrader plugin
+(:mod:`autograder.nbgrader_plugin`, in each ``nbgrader autograde`` run); the grader
+(:mod:`autograder.grader`); the sandbox (:mod:`autograder.sandbox`); the checks
+(:mod:`autograder.reference.grading`). The result store is :mod:`autograder.results`. ``autograde``:
 
 1. intake (:mod:`autograder.intake`): each submission is copied into
    ``submitted/<student>/<chapter>/`` as regular files, or refused with a reason; its time is
@@ -20,11 +25,11 @@ whose configuration is ``autograder/nbgrader_config.py``:
    once in a pool (``--workers`` here; with ``--scheduler tls://HOST:PORT``, as many as the Dask
    cluster's workers have threads, reached over TLS with the course's certificates:
    :mod:`autograder.cluster`), each a process of its own forked from a server that has imported
-   nbgrader and the grader once (:func:`nbgrader`). In it the course's preprocessor (``GradeInSandbox``, in place of
-   nbgrader's in-kernel execution) calls the trusted grader, on this machine or on a worker of the
-   cluster, which gets the submission's bytes and returns its result, with no file system shared;
-   nbgrader records the scores in the gradebook, so formgrader, ``nbgrader export`` and
-   ``nbgrader generate_feedback`` show them. That is the only way a score is made: one
+   nbgrader and the grader once (:func:`autograde_submission`, :func:`nbgrader`). In it the course's
+   preprocessor (``GradeInSandbox``, in place of nbgrader's in-kernel execution) calls the grader, on
+   this machine or on a worker of the cluster, which gets the submission's bytes and returns its
+   result, with no file system shared; nbgrader records the scores in the gradebook, so formgrader,
+   ``nbgrader export`` and ``nbgrader generate_feedback`` show them. That is the only way a score is made: one
    student's run cannot stop, stall or change another's;
 3. ``feedback`` runs ``nbgrader generate_feedback`` (pages in ``feedback/``,
    which ``nbgrader release_feedback`` hands out), ``grades`` prints the table
@@ -38,7 +43,6 @@ import argparse
 import csv
 import datetime
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -47,8 +51,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from autograder import chapters as manifest
-from autograder import feedback, intake, late_policy, nbgrader_runs, trusted
-from autograder.nbgrader_plugin import load_result, results_dir, save_result, status_of
+from autograder import feedback, grader, intake, late_policy, nbgrader_runs, sandbox
+from autograder.results import load_records, load_result, results_dir, save_result
 from course.paths import ROOT
 
 WORK = ROOT / "autograder" / "work"
@@ -84,8 +88,8 @@ def prepare_course(course: Path, chapters: list):
 def _failed(chapter: str, reason: str) -> dict:
     """The record of a submission that was not graded: the reason, no points."""
     solution = ROOT / "solutions" / f"{chapter}.ipynb"
-    max_score = sum(p for _, p, _ in trusted.spec_of(solution).tests) if solution.is_file() else 0.0
-    return trusted.Result(notebook=chapter, failure=reason, max_score=max_score).to_json()
+    max_score = sum(p for _, p, _ in grader.spec_of(solution).tests) if solution.is_file() else 0.0
+    return grader.Result(notebook=chapter, failure=reason, max_score=max_score).to_json()
 
 
 def _refused(course: Path, item, reason: str) -> dict:
@@ -114,12 +118,13 @@ def pool_size(workers: int = 2, scheduler: str | None = None, certs: Path | None
         return max(1, sum(client.nthreads().values()))
 
 
-def autograde_one(course: Path, student: str, chapter: str, limits: trusted.Limits | None = None,
-                  scheduler: str | None = None, certs: Path | None = None):
-    """``nbgrader autograde CHAPTER --student STUDENT``: its GradeInSandbox grades the submission
-    and nbgrader records the score. A run that fails, or outlives three times the submission's
-    time, is that student's failure, with the reason in the grade table; never the class's."""
-    limits = limits or trusted.Limits()
+def autograde_submission(course: Path, student: str, chapter: str, limits: sandbox.Limits | None = None,
+                         scheduler: str | None = None, certs: Path | None = None):
+    """``nbgrader autograde CHAPTER --student STUDENT``, a process of its own: its GradeInSandbox
+    (stage 2, :mod:`autograder.nbgrader_plugin`) grades the submission and nbgrader records the score.
+    A run that fails, or outlives three times the submission's time, is that student's failure, with
+    the reason in the grade table; never the class's."""
+    limits = limits or sandbox.Limits()
     (results_dir(course) / student / f"{chapter}.json").unlink(missing_ok=True)     # no stale result
     options = [f"--GradeInSandbox.limits={json.dumps(asdict(limits))}",
                # many runs share one gradebook: a run waits for another's write instead of failing on
@@ -127,7 +132,7 @@ def autograde_one(course: Path, student: str, chapter: str, limits: trusted.Limi
                f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}?timeout={GRADEBOOK_WAIT_S}"]
     if scheduler:
         options += [f"--GradeInSandbox.scheduler={scheduler}", f"--GradeInSandbox.certs={certs or ''}"]
-    seconds = 3 * (limits.wall_s + trusted.START_S)
+    seconds = 3 * (limits.wall_s + sandbox.START_S)
     try:
         run = nbgrader("autograde", chapter, "--student", student, "--force", *options, course=course,
                        check=False, timeout=seconds)
@@ -140,7 +145,7 @@ def autograde_one(course: Path, student: str, chapter: str, limits: trusted.Limi
         save_result(course, student, chapter, _failed(chapter, failure + ": grade it again, or by hand"))
 
 
-def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits: trusted.Limits | None = None,
+def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits: sandbox.Limits | None = None,
               students: list | None = None, scheduler: str | None = None, certs: Path | None = None,
               collected: datetime.datetime | None = None) -> list:
     """Grade a folder of submissions into the course directory; the records, one per submission.
@@ -173,7 +178,7 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
             target = intake.inside(course / "submitted", item.student, item.chapter)
             try:
                 intake.place(item, target)
-                trusted.read_submission(target / f"{item.chapter}.ipynb")
+                grader.read_submission(target / f"{item.chapter}.ipynb")
                 intake.stamp(course, item.student, item.chapter, target, collected or now)
                 accepted.append(item)
                 continue
@@ -184,43 +189,12 @@ def autograde(submissions: Path, course: Path = COURSE, workers: int = 2, limits
         records.append(_refused(course, item, reason))
 
     with ThreadPoolExecutor(max_workers=pool_size(workers, scheduler, certs)) as pool:     # waits for all
-        runs = [pool.submit(autograde_one, course, item.student, item.chapter, limits, scheduler, certs)
+        runs = [pool.submit(autograde_submission, course, item.student, item.chapter, limits, scheduler, certs)
                 for item in accepted]
     for run in runs:            # a submission's failure is recorded; this raises an error of the machine
         run.result()
     wanted = {(i.student, i.chapter) for i in accepted}
     return records + [r for r in load_records(course) if (r["student"], r["notebook"]) in wanted]
-
-
-def load_records(course: Path = COURSE) -> list:
-    """Every graded submission: the gradebook's score after the late penalty (what ``nbgrader
-    export``, formgrader and the feedback page show), the penalty and the time it was received,
-    the trusted grader's checks and notes, a status and its reason."""
-    from nbgrader.api import Gradebook, MissingEntry
-    records = []
-    gradebook = course / "gradebook.db"
-    with Gradebook(f"sqlite:///{gradebook}") as gb:
-        for path in sorted((course / "trusted").glob("*/*.json")):
-            student, notebook = path.parent.name, path.stem
-            result = load_result(course, student, notebook)
-            score, penalty, received, manual = 0.0, 0.0, None, False   # the gradebook's; a failure has none
-            if not result.get("failure"):
-                try:
-                    nb = gb.find_submission_notebook(notebook, notebook, student)
-                    penalty, received = nb.late_submission_penalty or 0.0, nb.assignment.timestamp
-                    score, manual = max(0.0, nb.score - penalty), nb.needs_manual_grade   # as nbgrader export
-                except MissingEntry:
-                    result["failure"] = "not in the gradebook: nbgrader autograde did not record it"
-            status, reason = status_of(result, manual)
-            when = f"{received:%Y-%m-%d %H:%M:%S} UTC" if received else ""
-            if penalty:                 # the time it was judged by, and whose record that is
-                seen = "first seen by the grader" if intake.first_seen(course, student, notebook) \
-                    else "the exchange's record"
-                reason = (f"late, {penalty:g} point{'s' if penalty != 1 else ''} taken: received "
-                          f"{when[:16]} UTC ({seen})" + (f"; {reason}" if reason else ""))
-            records.append({"student": student, **result, "score": score, "late_penalty": penalty,
-                            "received": when, "status": status, "reason": reason})
-    return records
 
 
 def spreadsheet_safe(value):

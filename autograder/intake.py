@@ -1,4 +1,4 @@
-"""Submissions as the grader reads them: regular files, copied once, or refused.
+"""Stage 1, intake: submissions as the grader reads them: regular files, copied once, or refused.
 
 A folder of submissions holds ``<student>/<chapter>.ipynb`` or nbgrader's own
 ``<student>/<chapter>/<chapter>.ipynb``, each optionally with a

@@ -1,10 +1,11 @@
-"""The course's grader inside nbgrader's own workflow (see nbgrader_config.py).
+"""Stage 2, the nbgrader plugin: the course's grader inside nbgrader's own workflow (the steps
+nbgrader_config.py names, in its order).
 
 * :class:`GradeInSandbox` takes the place of nbgrader's ``Execute`` in
   ``nbgrader autograde``: no kernel runs the submission. It is the one caller of
-  the trusted grader: it grades the submitted folder (student code only in the
-  confined sandbox; here, or on a worker of a Dask cluster when ``scheduler`` is
-  set) and writes each test cell's output: the check messages, then the cell's
+  the grader (:func:`autograder.grader.grade_folder`): it grades the submitted folder
+  (student code only in the confined sandbox; here, or on a worker of a Dask cluster
+  when ``scheduler`` is set) and writes each test cell's output: the check messages, then the cell's
   trusted points as the cell's result, which nbgrader's ``SaveAutoGrades`` stores
   in the gradebook as partial credit. Formgrader, ``nbgrader export`` and the
   feedback all show that score, and written answers are graded by hand in
@@ -32,15 +33,14 @@
   parser's tokens, then ``nh3``, the last step. :class:`FeedbackPage` is the feedback's
   exporter: the finished page's body through ``nh3``, no script, a CSP, nothing loaded.
 
-The trusted result of each submission is kept in ``<course>/trusted/<student>/
-<notebook>.json`` (written by ``GradeInSandbox``, atomically) for the feedback page
-and the grade table's notes: a cache of what the grader said, never read back as a
-score (the score is the gradebook's) and never reused for grading.
+``GradeInSandbox`` keeps the grader's result of each submission in the result store
+(:mod:`autograder.results`) for the feedback page and the grade table's notes, never read
+back as a score (the score is the gradebook's). Every cell's marks are read through
+:mod:`autograder.cellmarks`.
 """
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 
@@ -48,57 +48,23 @@ import jinja2
 import nbformat
 import nh3
 from nbconvert.exporters import HTMLExporter
-from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 from traitlets import Dict, Unicode
 
-from autograder import feedback, intake, trusted
-from autograder.cellmarks import marks
-from course.files import write_json
-from autograder.worker import grade_files, submission_files
+from autograder import feedback
+from autograder.cellmarks import has_marks, is_test, marks, unmark
+from autograder.grader import grade_folder
+from autograder.results import load_result, save_result, status_of
+from autograder.sandbox import Limits
 
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
 
 
-def results_dir(course: Path) -> Path:
-    return Path(course) / "trusted"
-
-
-def save_result(course: Path, student: str, notebook: str, result: dict):
-    """Write atomically: a reader sees the old result or the new one, never half of one. The
-    names are checked whole (intake.inside): a result is never written outside trusted/<student>/."""
-    path = intake.inside(results_dir(course), student, f"{notebook}.json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, result)
-
-
-def load_result(course: Path, student: str, notebook: str) -> dict | None:
-    path = results_dir(course) / student / f"{notebook}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def grade_submission(chapter: str, folder: Path, limits: trusted.Limits, scheduler: str = "",
-                     certs: str = "") -> dict:
-    """The trusted result of a submitted folder, graded from its files (``worker.grade_files``):
-    here, or on a worker of the Dask cluster at ``scheduler`` (tls:// only, with the course's
-    certificates in ``certs``: :mod:`autograder.cluster`), which is handed the files' bytes and the
-    submission's own point key, never the instructor's fresh-point key (a task whose worker dies is
-    run again on another). A worker whose grader is not the instructor's fails the submission."""
-    files = submission_files(folder)
-    if not scheduler:
-        return grade_files(chapter, files, limits)
-    from autograder import cluster
-    digest = trusted.submission_digest(folder / f"{chapter}.ipynb", chapter)
-    points = (digest, trusted.point_key(digest)) if digest else ("", b"")
-    with cluster.client(scheduler, Path(certs) if certs else cluster.CERTS) as client:
-        return client.submit(grade_files, chapter, files, limits, points, pure=False).result()
-
-
 class MarkDuplicates(NbGraderPreprocessor):
     """Later copies of a cell id become ordinary cells, marked as copies (the
-    first one in notebook order is graded, as in :func:`trusted.answer_sources`)."""
+    first one in notebook order is graded, as in :func:`autograder.grader.answer_sources`)."""
 
     def preprocess(self, nb, resources):
         seen = set()
@@ -107,8 +73,7 @@ class MarkDuplicates(NbGraderPreprocessor):
             if gid is None:
                 continue
             if gid in seen:
-                del cell.metadata["nbgrader"]
-                cell.metadata["course"] = {"copy_of": gid}
+                unmark(cell, copy_of=gid)
             seen.add(gid)
         return nb, resources
 
@@ -125,13 +90,12 @@ class KnownCells(NbGraderPreprocessor):
             answers = {cell.name for cell in source.solution_cells}
             tasks = {cell.name for cell in source.task_cells}
         for cell in nb.cells:
-            if "nbgrader" not in cell.metadata:
+            if not has_marks(cell):
                 continue
             meta = marks(cell)
             gid = meta.get("grade_id")
             if gid not in known:                                 # also marks without a readable grade_id
-                del cell.metadata["nbgrader"]
-                cell.metadata["course"] = {"ignored": True}      # trusted.odd_cells names these cells too
+                unmark(cell, ignored=True)                       # grader.odd_cells names these cells too
                 continue
             meta["grade"], meta["solution"] = gid in points, gid in answers
             if gid in points:
@@ -209,18 +173,17 @@ class GradeInSandbox(NbGraderPreprocessor):
                                  "empty: grade on this machine").tag(config=True)
     certs = Unicode("", help="the folder of the course's cluster certificates (make cluster-certs); "
                              "empty: autograder/work/cluster").tag(config=True)
-    limits = Dict(help="the trusted grader's limits (fields of trusted.Limits); empty: its defaults").tag(config=True)
+    limits = Dict(help="the grader's limits (fields of sandbox.Limits); empty: its defaults").tag(config=True)
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         coursedir = CourseDirectory(config=self.config)
         folder = Path(coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"]))
-        result = grade_submission(info["notebook"], folder, trusted.Limits(**self.limits), self.scheduler,
-                                  self.certs)
+        result = grade_folder(info["notebook"], folder, Limits(**self.limits), self.scheduler, self.certs)
         save_result(Path(coursedir.root), info["student"], info["notebook"], result)
         cells = {c["grade_id"]: c for c in result.get("cells", [])}
         for cell in nb.cells:              # its marks are as KnownCells left them and nbgrader checked them
-            if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
+            if not is_test(cell):
                 continue
             meta = marks(cell)
             score = cells.get(meta["grade_id"])
@@ -246,7 +209,7 @@ class CourseFeedback(NbGraderPreprocessor):
             if cell.cell_type == "code":
                 cell.source = HIDDEN.sub("", cell.source).rstrip()
                 points = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
-                if utils.is_grade(cell) and not utils.is_solution(cell) and points:
+                if is_test(cell) and points:
                     cell.outputs = [o for o in cell.outputs if o not in points] + [nbformat.v4.new_output(
                         "stream", name="stdout", text=f"points: {points[-1]['data'].get('text/plain', '0')} "
                                                       f"of {float(marks(cell).get('points', 0)):g}\n")]
@@ -309,13 +272,3 @@ class FeedbackPage(HTMLExporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         output, resources = super().from_notebook_node(nb, resources, **kw)
         return feedback.sanitized_page(output), resources
-
-
-def status_of(result: dict, needs_manual: bool) -> tuple:
-    """(status, reason) of a graded submission, for the grade table."""
-    if result.get("failure"):
-        return "failed", result["failure"]
-    reason = " ".join(result.get("notes", []))
-    if needs_manual:
-        return "needs manual grade", ("a written answer waits for a grade in formgrader. " + reason).strip()
-    return "graded", reason

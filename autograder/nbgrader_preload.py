@@ -5,7 +5,7 @@ run (about 2.7 s of CPU each: nbgrader, nbconvert, nbformat's jsonschema, DyNet 
 Importing this module is what it is for; nothing else imports it. It creates no application,
 gradebook or logger: traitlets' singletons (``NbGraderApp.instance()``) are made in each run's own
 process. DyNet reads its settings once, at ``import dynet``; it is started here as the grader starts
-it (``course.runtime``'s defaults, as ``trusted.grade_notebook`` asks), so every run inherits the
+it (``course.runtime``'s defaults, as ``grader.score_notebook`` asks), so every run inherits the
 same settings. On the GPU (COURSE_GPU=1) it is not: CUDA does not survive a fork, so each run
 starts DyNet itself, after the fork.
 

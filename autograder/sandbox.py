@@ -1,12 +1,14 @@
-"""The confined process: a submission's answer cells and the probes; data out only.
+"""Stage 4, the sandbox: the confined process that runs a submission's answer cells and the
+checks' probes, data out only; both sides of it.
 
-The trusted grader (:mod:`autograder.trusted`) starts this module in a fresh
-process, inside new user, PID, network and IPC namespaces where the system allows
+The grader (:mod:`autograder.grader`) calls :func:`run_code` (at the end of this module: the
+grader's side, which starts the process, reads its frames and enforces :class:`Limits`), which
+starts this module in a fresh process, inside new user, PID, network and IPC namespaces where the system allows
 them (every process it starts dies with it; no network at all, UDP included):
 
     python -c "$LAUNCHER" WORKDIR FD       (LAUNCHER below: this module under its own name)
 
-WORKDIR holds ``request.json`` and ``inputs.pkl``, written by the trusted side and
+WORKDIR holds ``request.json`` and ``inputs.pkl``, written by the grader's side and
 deleted here once read. The process reports through the pipe FD as frames
 (:mod:`autograder.frames`): events as they happen, and each check's result.
 
@@ -43,15 +45,19 @@ import json
 import os
 import pickle
 import pkgutil
+import queue
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import sysconfig
 import tempfile
 import threading
+import time
 import traceback
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.frames import MAX_FRAME, encode, read_frames
@@ -458,3 +464,262 @@ def main(workdir: str, fd: str) -> int:
             os._exit(code if code > 0 else 128 - code)   # as the shell reports a signal: 137, 139, ...
     send("finished")
     return 0
+
+
+# -- the sandbox from the grader's side: starting it, reading its frames, its limits ----------
+MAX_OUTPUT = 256 << 20         # everything one sandbox may send
+START_S = 90                   # loading DyNet, NumPy and the course in a fresh process
+REPLAY_GRACE_S = 10            # a replay that starts after the submission's time is up gets this
+NAMESPACES = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child",
+              "--mount-proc", "--net", "--ipc"]
+
+
+@dataclass
+class Limits:
+    cell_s: int = 30           # one answer cell
+    check_s: int = 30          # one check's probe, unless the check declares its own (Check.seconds)
+    wall_s: int = 300          # everything one submission may take
+    cpu_s: int = 120           # CPU seconds of one sandbox process
+    memory_mb: int = 4096      # address space of the sandbox process (its data segment on the GPU)
+    file_mb: int = 64          # largest file it may write
+    disk_mb: int = 256         # everything it may write (a tmpfs; the copied model files count)
+
+
+_namespaces: tuple | None = None
+
+
+def namespaces() -> tuple:
+    """(usable, why not): whether new user, PID and network namespaces can be made here."""
+    global _namespaces
+    if _namespaces is None:
+        try:
+            run = subprocess.run(NAMESPACES + ["true"], capture_output=True, text=True, timeout=20)
+            _namespaces = (run.returncode == 0, run.stderr.strip()[:200])
+        except (OSError, subprocess.TimeoutExpired) as err:
+            _namespaces = (False, str(err)[:200])
+    return _namespaces
+
+
+def _limit(limits: Limits):
+    # On the GPU (COURSE_GPU=1) CUDA reserves far more address space than memory_mb when it
+    # starts, so the cap is on the data segment there (private writable memory: what NumPy
+    # and Python allocate); elsewhere on the address space, which shared mappings count in too.
+    import resource                    # the grader's side only: the confined process loads what it did
+    from course import runtime
+    memory = resource.RLIMIT_DATA if runtime.gpu_requested() else resource.RLIMIT_AS
+
+    def apply():
+        resource.setrlimit(memory, (limits.memory_mb << 20,) * 2)
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb << 20,) * 2)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply
+
+
+class SandboxProcess:
+    """One sandbox process (:func:`main`, started by :data:`LAUNCHER`) and the frames it sends."""
+
+    def __init__(self, request: dict, inputs: dict, limits: Limits, artifacts=()):
+        from autograder.intake import copy_regular_files
+        self.workdir = Path(tempfile.mkdtemp(prefix="sandbox-"))
+        (self.workdir / "request.json").write_text(json.dumps(request))
+        with open(self.workdir / "inputs.pkl", "wb") as f:
+            pickle.dump(inputs, f)
+        for folder in artifacts:
+            copy_regular_files(folder, self.workdir / folder.name)
+        read, write = os.pipe()
+        command = [sys.executable, "-c", LAUNCHER, str(self.workdir), str(write)]
+        isolated, _ = namespaces()
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.workdir), "MPLCONFIGDIR": str(self.workdir),
+               "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+               "COURSE_GPU": os.environ.get("COURSE_GPU", "")}
+        self.process = subprocess.Popen((NAMESPACES if isolated else []) + command, cwd=self.workdir, env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, pass_fds=(write,),
+                                        preexec_fn=_limit(limits), start_new_session=True)
+        os.close(write)
+        self.frames: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, args=(read,), daemon=True).start()
+
+    def _read(self, fd: int):
+        """Frames into the queue; None at the end. A malformed or oversized stream ends it."""
+        with os.fdopen(fd, "rb") as stream:
+            for frame in read_frames(stream, MAX_OUTPUT):
+                self.frames.put(frame)
+        self.frames.put(None)
+
+    def next(self, seconds: float):
+        """The next frame, None when the process has closed the channel, "timeout"."""
+        try:
+            return self.frames.get(timeout=max(seconds, 0.01))
+        except queue.Empty:
+            return "timeout"
+
+    def stop(self, wait: float = 0) -> str:
+        """End it and everything it started (after ``wait`` seconds for it to end by
+        itself); how it ended, in words."""
+        try:
+            self.process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            pass
+        killed = self.process.poll() is None
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        code = self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if killed:
+            return "was stopped"
+        return {-signal.SIGKILL: "was killed (memory or CPU limit)", -signal.SIGXCPU: "used up its CPU time",
+                -signal.SIGSEGV: "crashed (segmentation fault)", -signal.SIGABRT: "crashed (aborted)",
+                OUT_OF_MEMORY: "exhausted the memory limit", 137: "was killed (memory or CPU limit)",
+                152: "used up its CPU time", 139: "crashed (segmentation fault)", 134: "crashed (aborted)",
+                }.get(code, f"ended the process (exit code {code})")
+
+
+def _message(text) -> str:
+    """A message from the sandbox as a student may read it: text, one line, bounded."""
+    return re.sub(r"[\x00-\x1f\x7f]+", " ", str(text))[:400]
+
+
+def _decode(frame: dict, traced: bool):
+    import numpy as np
+    from autograder.probes import from_arrays
+    blob = frame.get("blob", b"")
+    if traced:
+        return json.loads(blob)
+    with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+        return from_arrays({k: data[k] for k in data.files})
+
+
+def run_code(cells: list, probes: list, inputs: dict, limits: Limits, confine: bool = True,
+             artifacts: list = (), replay_inputs: dict | None = None):
+    """Run the answer cells and the probes; return (numbers per check, errors per
+    check or ``cell:<grade_id>``, notes, whether anything was stopped). Traced
+    programs are replayed on ``replay_inputs`` (default: the inputs they were traced on).
+
+    Each cell and each probe has its own time limit (``limits``; a probe's ``seconds``,
+    from its check, when given). When one runs past it (or
+    crashes, or exhausts memory), the sandbox is stopped and started again for
+    the checks still to do: without the cell (its functions are then missing), or
+    without the probe (its check fails with the reason)."""
+    from autograder.probes import TRACED
+    numbers, errors, notes, programs = {}, {}, [], {}
+    todo = list(probes)
+    cells = list(cells)
+    aborted = False
+    isolated, why = namespaces()
+    if not isolated:
+        notes.append(f"sandbox without namespaces ({why or 'unshare unavailable'}): processes it starts "
+                     "are stopped by process group only, and UDP is not blocked")
+    deadline = time.monotonic() + limits.wall_s
+    for _ in range(len(probes) + len(cells) + 1):
+        if not todo:
+            break
+        box = SandboxProcess({"cells": cells, "probes": todo, "confine": confine, "disk_mb": limits.disk_mb},
+                      {p["check"]: inputs[p["check"]] for p in todo}, limits, artifacts)
+        phase, name, until = "start", None, time.monotonic() + START_S
+        ending = None
+        while True:
+            frame = box.next(min(until, deadline) - time.monotonic())
+            if frame is None or frame == "timeout":
+                ending = frame
+                break
+            event = frame.get("event")
+            check = frame.get("check")
+            if phase == "start":                   # no student code has run yet
+                if event == "not confined":
+                    notes.append("sandbox not confined: " + _message(frame.get("why")))
+                elif event == "ready":
+                    phase = "between"
+                elif event == "garbled":
+                    ending = "garbled"
+                    break
+            elif event == "cell" and phase == "between" and frame.get("cell") in dict(cells):
+                phase, name, until = "cell", frame["cell"], time.monotonic() + limits.cell_s
+            elif event in ("cell done", "cell failed") and phase == "cell":
+                if event == "cell failed":
+                    errors[f"cell:{name}"] = _message(frame.get("error"))
+                phase, name, until = "between", None, time.monotonic() + limits.cell_s
+            elif event == "probe" and phase == "between" and any(p["check"] == check for p in todo):
+                seconds = next(p for p in todo if p["check"] == check).get("seconds") or limits.check_s
+                phase, name, until = "probe", check, time.monotonic() + seconds
+            elif event in ("result", "probe failed") and phase == "probe" and check == name:
+                item = next(p for p in todo if p["check"] == check)
+                todo.remove(item)
+                if event == "probe failed":
+                    errors[check] = _message(frame.get("error"))
+                else:
+                    traced = item["probe"] in TRACED
+                    try:
+                        (programs if traced else numbers)[check] = _decode(frame, traced)
+                    except Exception as err:
+                        errors[check] = f"unreadable result ({type(err).__name__})"
+                phase, name, until = "between", None, time.monotonic() + limits.check_s
+            elif event == "tampered":
+                what = "; ".join(_message(w) for w in frame.get("what", []))[:400]
+                notes.append(f"the submission's code {what}: the grader's own code must not be changed, "
+                             "so the checks after that point were not graded")
+                for item in todo:
+                    errors[item["check"]] = "not graded: the submission changed the grader's code or environment"
+                todo, aborted = [], True
+            elif event == "finished":
+                ending = "finished"
+                break
+            elif event == "garbled":
+                ending = "garbled"
+                break
+        how = box.stop(wait=5 if ending in ("finished", None) else 0)
+        if ending == "finished":
+            break
+        aborted = True
+        if time.monotonic() >= deadline:
+            notes.append(f"the submission used up its {limits.wall_s} s; what was left was not graded")
+            break
+        why = {"timeout": "ran past its time limit (an endless loop?)",
+               "garbled": "wrote over the grader's channel"}.get(ending, how)
+        if phase == "cell":
+            cells = [c for c in cells if c[0] != name]
+            errors[f"cell:{name}"] = f"the cell {why}"
+            notes.append(f"answer cell {name} {why}; the checks were run without it")
+        elif phase == "probe":
+            todo = [p for p in todo if p["check"] != name]
+            errors[name] = f"stopped: the code it calls {why}"
+        else:
+            notes.append(f"the sandbox {why} ({phase})")
+            break
+    for item in todo:
+        errors.setdefault(item["check"], "not graded (see the notes)")
+    if programs:
+        numbers.update(replay_programs(programs, replay_inputs or inputs, limits, errors, deadline))
+    return numbers, errors, notes, aborted
+
+
+def replay_programs(programs: dict, inputs: dict, limits: Limits, errors: dict, deadline: float) -> dict:
+    """Traced programs into numbers, in a sandbox that runs no student code. The
+    replay is the submission's work: it runs within the submission's time (its
+    process's start aside), or REPLAY_GRACE_S when it starts after that time."""
+    numbers = {}
+    box = SandboxProcess({"replay": [{"check": c, "program": p} for c, p in programs.items()],
+                   "disk_mb": limits.disk_mb}, {c: inputs[c] for c in programs}, limits)
+    until = time.monotonic() + START_S
+    while True:
+        frame = box.next(until - time.monotonic())
+        if not isinstance(frame, dict) or frame.get("event") in ("finished", "garbled"):
+            break
+        if frame.get("event") == "ready":          # its start is not the submission's time; the rest is
+            until = max(deadline, time.monotonic() + REPLAY_GRACE_S)
+        check = frame.get("check")
+        if check in programs and frame.get("event") == "result":
+            try:
+                numbers[check] = _decode(frame, traced=False)
+            except Exception as err:
+                errors[check] = f"unreadable result ({type(err).__name__})"
+        elif check in programs and frame.get("event") == "probe failed":
+            errors[check] = _message(frame.get("error"))
+    how = box.stop(wait=5)
+    for check in programs:
+        if check not in numbers:
+            errors.setdefault(check, f"the step's operations could not be replayed (the replay {how})")
+    return numbers

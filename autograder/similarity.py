@@ -37,7 +37,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import trusted
+from autograder import grader
 from autograder.intake import printable as shown      # a name for the terminal: no control character
 from course.paths import ROOT
 
@@ -206,7 +206,7 @@ def flatten(code: str, depth: int = 0) -> tuple[str, list[str]]:
 
 def answers(notebook, ids: list[str]) -> str:
     """The code of the notebook's answer cells, as the grader finds them (the first copy of each)."""
-    return "\n\n".join(source for _, source in trusted.answer_sources(notebook, ids)[0]) + "\n"
+    return "\n\n".join(source for _, source in grader.answer_sources(notebook, ids)[0]) + "\n"
 
 
 def find_notebooks(submissions: Path, chapter: str) -> dict:
@@ -223,7 +223,7 @@ def compare(submissions: Path, chapter: str, out: Path, threshold: float = THRES
     """Write OUT/CHAPTER.html; return ([(similarity, student, other, share of student's, share of
     other's, tokens in common)], most alike first, every pair once; {student: notes})."""
     from copydetect import CopyDetector
-    ids = trusted.spec_of(ROOT / "solutions" / f"{chapter}.ipynb").answers
+    ids = grader.spec_of(ROOT / "solutions" / f"{chapter}.ipynb").answers
     notebooks = find_notebooks(submissions, chapter)
     if len(notebooks) < 2:
         raise ValueError(f"{len(notebooks)} submission(s) of {chapter} in {submissions}: nothing to compare")

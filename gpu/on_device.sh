@@ -101,7 +101,7 @@ print(f"GPU computation ok: {runtime.describe()} | {platform.platform()}")
 import torch
 print(f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}, GPU {torch.cuda.get_device_name(0)}")
 EOF
-  # The grader's sandbox on the GPU: its memory cap is on the data segment (autograder/trusted.py
+  # The grader's sandbox on the GPU: its memory cap is on the data segment (autograder/sandbox.py
   # _limit), at the tests' smallest (3000 MB): DyNet must start on the card under it, and a large
   # allocation must still fail.
   "$VENV/bin/python" - <<'EOF'

@@ -18,7 +18,7 @@ import tempfile
 import nbformat
 import pytest
 
-from autograder import grade, intake, trusted
+from autograder import grade, grader, intake
 from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks
 from autograder.samples import make_samples
@@ -28,7 +28,7 @@ from tests.conftest import ROOT, make_deep, once_per_run, remove_deep
 pytestmark = pytest.mark.xdist_group("sample-class")   # one worker writes feedback and exports into the class
 SAMPLES = ROOT / "autograder" / "samples"
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
-LIMITS = trusted.Limits(cell_s=20, check_s=30, wall_s=240)
+LIMITS = grader.Limits(cell_s=20, check_s=30, wall_s=240)
 # made at test time (git cannot hold them, or should not): the words their reason must hold
 PLANTED = {"fifo_notebook": "a FIFO", "hard_link": "a hard link",
            "deep_model": "more than 16 folder levels deep",           # a model folder 1,100 levels deep
@@ -46,7 +46,7 @@ def expected_score(student: str) -> float:
     if "failed" in info["statuses"]:
         return 0.0
     checks, total = all_checks(), 0.0
-    for _, _, weights in trusted.spec_of(ROOT / "solutions" / f"{info['notebook']}.ipynb").tests:
+    for _, _, weights in grader.spec_of(ROOT / "solutions" / f"{info['notebook']}.ipynb").tests:
         for name, points in weights.items():
             works = all(info["functions"].get(f, False) for f in checks[name].functions)
             if info["checks"].get(name, works):
@@ -203,7 +203,7 @@ def test_no_grader_file_changes_and_nothing_outlives_the_sandbox(graded):
 
 def test_grading_the_same_submission_twice_gives_the_same_score():
     path = SAMPLES / "submissions" / "wrong_gate_order" / "04_forget_gate.ipynb"
-    first, second = trusted.grade(path, limits=LIMITS), trusted.grade(path, limits=LIMITS)
+    first, second = grader.grade(path, limits=LIMITS), grader.grade(path, limits=LIMITS)
     assert first.to_json() == second.to_json()
 
 

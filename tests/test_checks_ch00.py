@@ -3,7 +3,7 @@ with a message that says what is wrong."""
 import numpy as np
 import pytest
 
-from autograder import trusted
+from autograder import grader
 from autograder.reference import ch00_dynet_primer as ch00
 from autograder.reference.grading import run_check
 from course import runtime
@@ -104,6 +104,6 @@ def test_the_message_reveals_no_reference_value():
 @pytest.mark.parametrize("folder, expected", [("solutions", 3.0), ("exercises", 0.0)])
 def test_the_trusted_grader_scores_the_chapter(folder, expected):
     """End to end, in the sandbox: the solution earns every point, the shipped stub none."""
-    result = trusted.grade(ROOT / folder / "00_dynet_primer.ipynb", limits=trusted.Limits(wall_s=60))
+    result = grader.grade(ROOT / folder / "00_dynet_primer.ipynb", limits=grader.Limits(wall_s=60))
     assert result.failure is None
     assert (result.score, result.max_score) == (expected, 3.0), result.cells

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from autograder import trusted
+from autograder import grader
 from autograder.reference import ch01_corpus_and_perplexity as ch01
 from autograder.reference.grading import run_check
 from course import ngram
@@ -159,6 +159,6 @@ def test_add_alpha_bigram_scores_like_an_ngram_baseline(tiny_corpus):
 @pytest.mark.parametrize("folder, expected", [("solutions", 7.0), ("exercises", 0.0)])
 def test_the_trusted_grader_scores_the_chapter(folder, expected):
     """End to end, in the sandbox: the solution earns every point, the shipped stubs none."""
-    result = trusted.grade(ROOT / folder / "01_corpus_and_perplexity.ipynb", limits=trusted.Limits(wall_s=60))
+    result = grader.grade(ROOT / folder / "01_corpus_and_perplexity.ipynb", limits=grader.Limits(wall_s=60))
     assert result.failure is None
     assert (result.score, result.max_score) == (expected, 7.0), result.cells

@@ -114,11 +114,11 @@ def test_the_trusted_grader_takes_the_saved_model_next_to_the_submission(train_v
     """A capstone submission is the notebook plus 10_capstone_model/ beside it; the
     sandbox gets a copy of the folder, and the judge scores that model."""
     import shutil
-    from autograder import trusted
+    from autograder import grader
     shutil.copy(ROOT / "solutions" / "10_capstone.ipynb", tmp_path / "10_capstone.ipynb")
-    without = trusted.grade(tmp_path / "10_capstone.ipynb", limits=trusted.Limits(wall_s=120))
+    without = grader.grade(tmp_path / "10_capstone.ipynb", limits=grader.Limits(wall_s=120))
     assert without.score == 0 and "no saved model" in json.dumps(without.cells)
     save_small(train_vocab, tmp_path / "10_capstone_model")
-    result = trusted.grade(tmp_path / "10_capstone.ipynb", limits=trusted.Limits(wall_s=120))
+    result = grader.grade(tmp_path / "10_capstone.ipynb", limits=grader.Limits(wall_s=120))
     messages = json.dumps(result.cells)
     assert "no saved model" not in messages and "x the floor" in messages   # scored, too weak to pass

@@ -13,7 +13,7 @@ from course import runtime
 
 dy = runtime.dynet()
 
-from autograder import probes, trusted  # noqa: E402
+from autograder import grader, probes  # noqa: E402
 from autograder.probes import trace  # noqa: E402
 from autograder.reference import ch11_attention as ch11  # noqa: E402
 from autograder.reference import grading  # noqa: E402
@@ -157,7 +157,7 @@ from course import runtime
 runtime.init(seed=1)
 import _dynet, dynet as dy
 import numpy as np
-from autograder import probes, trusted
+from autograder import grader, probes
 from autograder.probes import trace
 from autograder.reference import ch11_attention as ch11
 from autograder.reference.cells import causal_attention
@@ -166,7 +166,7 @@ checks = {c.name: c for c in ch11.CHECKS}
 found = {}
 
 inputs = checks["ch11.attention_long"].make_inputs()
-fresh = trusted.fresh_point(inputs, b"k" * 32, "ch11.attention_long")
+fresh = grader.fresh_point(inputs, b"k" * 32, "ch11.attention_long")
 program = json.loads(json.dumps(trace.trace_sequence({"causal_attention": causal_attention}, inputs)))
 replayed = trace.replay(program, fresh)
 direct = ch11.reference(fresh)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cluster, grade, trusted, worker
+from autograder import cluster, grade, grader
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.xdist_group("dask")
@@ -147,17 +147,17 @@ def test_the_command_without_certificates_says_how_to_make_them(tmp_path):
 
 
 def test_a_worker_with_another_grader_fails_the_submission_instead_of_guessing_its_points():
-    files = worker.submission_files(SAMPLES / "correct")
-    result = worker.grade_files("05_gru", files, points=("0" * 64, b"\0" * 32))
+    files = grader.submission_files(SAMPLES / "correct")
+    result = grader.grade_bytes("05_gru", files, points=("0" * 64, b"\0" * 32))
     assert result["failure"] and "differs from the instructor's" in result["failure"] and result["score"] == 0
-    digest = trusted.submission_digest(SAMPLES / "correct" / "05_gru.ipynb", "05_gru")
-    assert digest and trusted.point_key(digest) != trusted.point_key("0" * 64)
+    digest = grader.submission_digest(SAMPLES / "correct" / "05_gru.ipynb", "05_gru")
+    assert digest and grader.point_key(digest) != grader.point_key("0" * 64)
 
 
 def test_the_class_is_graded_over_tls_and_nothing_readable_crosses_the_network(tls_cluster, tmp_path):
     with cluster.client(tls_cluster["address"], tls_cluster["certs"]) as client:
         def tripwire():             # on the worker: asking for the instructor's key is a failure
-            from autograder import trusted as on_worker
+            from autograder import grader as on_worker
 
             def refuse():
                 on_worker.key_asked = getattr(on_worker, "key_asked", 0) + 1
@@ -174,14 +174,14 @@ def test_the_class_is_graded_over_tls_and_nothing_readable_crosses_the_network(t
     assert records["wrong_gate_order"]["status"] == "graded"
     assert records["wrong_gate_order"]["score"] < records["wrong_gate_order"]["max_score"]
     with cluster.client(tls_cluster["address"], tls_cluster["certs"]) as client:
-        asked = client.run(lambda: getattr(__import__("autograder.trusted").trusted, "key_asked", 0))
+        asked = client.run(lambda: getattr(__import__("autograder.grader").grader, "key_asked", 0))
     assert set(asked.values()) == {0}, asked
     seen = bytes(relay.seen)
     submission = (SAMPLES / "correct" / "05_gru.ipynb").read_bytes()
     assert ANSWER in submission and len(seen) > len(submission)          # the task went through the relay
     assert ANSWER not in seen and b"nbformat" not in seen                  # but not in a form anyone can read
-    digest = trusted.submission_digest(SAMPLES / "correct" / "05_gru.ipynb", "05_gru")
-    assert trusted.point_key(digest) not in seen and trusted.fresh_key() not in seen
+    digest = grader.submission_digest(SAMPLES / "correct" / "05_gru.ipynb", "05_gru")
+    assert grader.point_key(digest) not in seen and grader.fresh_key() not in seen
 
 
 # One attempt to connect as a Dask client, in a process of its own (as an attacker's would be): in one

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from autograder import trusted
+from autograder import grader
 from autograder.samples import make_samples
 from tests.conftest import ROOT
 
@@ -45,7 +45,7 @@ def class_graded(tmp_path_factory):
 
 def expected_score(info) -> float:
     total = 0.0
-    for _, _, weights in trusted.spec_of(ROOT / "solutions" / "11_attention.ipynb").tests:
+    for _, _, weights in grader.spec_of(ROOT / "solutions" / "11_attention.ipynb").tests:
         for name, points in weights.items():
             if info["checks"].get(name, info["functions"]["causal_attention"]):
                 total += points

@@ -10,7 +10,7 @@ import autograder.probes
 from autograder import chapters
 from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks
-from autograder.trusted import spec_of
+from autograder.grader import spec_of
 from tests.conftest import ROOT
 
 SOLUTIONS = [c.notebook("solutions") for c in chapters.load()]     # the chapter manifest

@@ -48,7 +48,7 @@ def test_a_run_waits_for_a_gradebook_locked_longer_than_sqlites_default(tmp_path
     release.start()
     start = time.monotonic()
     try:
-        grade.autograde_one(course, "s00", "05_gru")
+        grade.autograde_submission(course, "s00", "05_gru")
     finally:
         release.join()
         lock.close()
@@ -62,7 +62,7 @@ def test_a_run_past_its_time_is_killed_and_the_next_one_grades(tmp_path):
     grade.autograde(class_of_copies(tmp_path / "class", 1), course=course, workers=1)
     with pytest.raises(subprocess.TimeoutExpired):
         grade.nbgrader("autograde", "05_gru", "--student", "s00", "--force", course=course, timeout=1)
-    grade.autograde_one(course, "s00", "05_gru")
+    grade.autograde_submission(course, "s00", "05_gru")
     [record] = grade.load_records(course)
     assert (record["status"], record["score"]) == ("graded", 5.0), record
 

@@ -6,7 +6,7 @@ import pytest
 
 from autograder.reference.grading import graded_functions
 from autograder.release import build
-from autograder.trusted import spec_of
+from autograder.grader import spec_of
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.xdist_group("release")   # one worker builds the release once (module fixture)

@@ -5,20 +5,20 @@ import textwrap
 
 import pytest
 
-from autograder import landlock, trusted
+from autograder import landlock, sandbox
 from autograder.reference import cells, steps
 from course import runtime
 from tests.conftest import ROOT
 
 CHECK = steps.gradients_check("test.gru_step", "gru_step", "gru", seed=20261122)
 CHECKS = {name: steps.gradients_check(name, "gru_step", "gru", seed=seed) for name, seed in (("test.a", 1), ("test.b", 2))}
-LIMITS = trusted.Limits(wall_s=30, cpu_s=30, memory_mb=3000)
+LIMITS = sandbox.Limits(wall_s=30, cpu_s=30, memory_mb=3000)
 
 
 def run(source: str, limits=LIMITS):
     inputs = {CHECK.name: CHECK.make_inputs()}
     probes = [{"check": CHECK.name, "probe": CHECK.probe, "functions": list(CHECK.functions)}]
-    numbers, errors, notes, _ = trusted.run_sandbox([("gru_step", source)], probes, inputs, limits)
+    numbers, errors, notes, _ = sandbox.run_code([("gru_step", source)], probes, inputs, limits)
     problems = (CHECK.judge(numbers[CHECK.name], inputs[CHECK.name]) if CHECK.name in numbers
                 else [errors.get(CHECK.name, "no result")])
     return problems, errors, notes
@@ -72,7 +72,7 @@ def test_student_code_cannot_import_the_reference(correct):
 def test_an_endless_loop_costs_its_cell_its_time_limit_only():
     # answer cells run outside the main thread: signal.signal raises there, so the loop ignores SIGINT itself
     loop = "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
-    problems, _, notes = run(loop, trusted.Limits(cell_s=3, wall_s=60, cpu_s=60, memory_mb=3000))
+    problems, _, notes = run(loop, sandbox.Limits(cell_s=3, wall_s=60, cpu_s=60, memory_mb=3000))
     assert problems and any("time limit" in n for n in notes)
 
 
@@ -89,10 +89,10 @@ def test_an_endless_loop_in_a_probe_costs_that_check_only(correct, declared):
         f"    while abs(float(p['W_xr'].npvalue()[0, 0]) - {marker!r}) < 1e-6:\n        pass\n" \
         "    return _real(p, x, state)\n"
     probes = [{"check": name, "probe": c.probe, "functions": list(c.functions)} for name, c in CHECKS.items()]
-    limits = trusted.Limits(check_s=4, wall_s=90)
+    limits = sandbox.Limits(check_s=4, wall_s=90)
     if declared:
-        probes[0]["seconds"], limits = 4, trusted.Limits(check_s=120, wall_s=60)
-    numbers, errors, notes, _ = trusted.run_sandbox([("gru_step", looping)], probes, inputs, limits)
+        probes[0]["seconds"], limits = 4, sandbox.Limits(check_s=120, wall_s=60)
+    numbers, errors, notes, _ = sandbox.run_code([("gru_step", looping)], probes, inputs, limits)
     assert "time limit" in errors[first] and second in numbers, (errors, notes)
 
 
@@ -148,6 +148,6 @@ def test_the_replay_of_a_traced_program_counts_in_the_submissions_time(correct):
             return (h + dy.sum_elems(acc) * 0,)
         """)
     start = time.monotonic()
-    problems, _, _ = run(heavy, trusted.Limits(wall_s=15, cell_s=10, check_s=60, cpu_s=120, memory_mb=3000))
+    problems, _, _ = run(heavy, sandbox.Limits(wall_s=15, cell_s=10, check_s=60, cpu_s=120, memory_mb=3000))
     assert problems and "replayed" in problems[0], problems
-    assert time.monotonic() - start < 15 + trusted.START_S / 3 + trusted.REPLAY_GRACE_S, "the replay ran past the budget"
+    assert time.monotonic() - start < 15 + sandbox.START_S / 3 + sandbox.REPLAY_GRACE_S, "the replay ran past the budget"

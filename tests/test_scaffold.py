@@ -41,7 +41,7 @@ PICKED_UP = """
 from course import runtime
 runtime.init(seed=1, mem=1024)          # as tests/conftest.py, which the test modules import
 import autograder
-from autograder import chapters, probes, trusted
+from autograder import chapters, grader, probes
 from autograder.reference.grading import all_checks
 from tests import slips
 assert autograder.__file__.startswith({copy!r}), autograder.__file__
@@ -54,7 +54,7 @@ probe = probes.lookup(c.probe)                      # the sandbox's import, with
 assert probe.__module__ == "autograder.probes.ch05_gru_mix"
 import numpy as np
 assert probe({{"gru_mix": lambda x: 2 * x}}, {{"args": {{"x": [[1.0, 2.0]]}}}})["output"].tolist() == [[2.0, 4.0]]
-spec = trusted.spec_of(chapters.load()[5].notebook("solutions"))
+spec = grader.spec_of(chapters.load()[5].notebook("solutions"))
 assert "gru_mix" in spec.answers, spec.answers
 assert ("gru_mix_tests", 1.0, ["ch05.gru_mix"]) in [(g, p, list(n)) for g, p, n in spec.tests], spec.tests
 assert [s.answer for s in slips.collect()].count("gru_mix") == 1

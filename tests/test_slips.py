@@ -4,7 +4,7 @@ Each slip is one mistake a student makes, built from the solution notebook by a
 source substitution in one answer cell (:class:`tests.slips.Slip`); each chapter's are
 the ``SLIPS`` of its checks' test file, which the chapter manifest names. For each:
 
-1. the trusted grader (:func:`autograder.trusted.grade`, one sandbox run) fails
+1. the trusted grader (:func:`autograder.grader.grade`, one sandbox run) fails
    exactly the hidden checks the table names, says the expected message, and gives
    every test cell the share of its points that the other checks earn (the split the
    solution's ``points=`` states) and the notebook the expected score;
@@ -29,14 +29,14 @@ import sys
 import nbformat
 import pytest
 
-from autograder import chapters, trusted
+from autograder import chapters, grader
 from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks, check_calls, split_points
 from tests import slips
 from tests.conftest import ROOT, once_per_run
 from tests.slips import Slip
 
-LIMITS = trusted.Limits(wall_s=120, cpu_s=120)
+LIMITS = grader.Limits(wall_s=120, cpu_s=120)
 HIDDEN = "### BEGIN HIDDEN TESTS"
 
 
@@ -82,7 +82,7 @@ def visible_failures(nb) -> dict:
 def expected_points(slip: Slip) -> dict:
     """Each test cell's points: the shares of its checks that do not fail."""
     return {gid: sum(share for name, share in shares.items() if name not in slip.failing)
-            for gid, shares in trusted.spec_of(ROOT / "solutions" / f"{slip.chapter}.ipynb").shares.items()}
+            for gid, shares in grader.spec_of(ROOT / "solutions" / f"{slip.chapter}.ipynb").shares.items()}
 
 
 def table() -> str:
@@ -91,7 +91,7 @@ def table() -> str:
              "| message |",
              "|---|---|---|---|---|---|---|"]
     for n, slip in enumerate(SLIPS, 1):
-        total = sum(points for _, points, _ in trusted.spec_of(ROOT / "solutions" / f"{slip.chapter}.ipynb").tests)
+        total = sum(points for _, points, _ in grader.spec_of(ROOT / "solutions" / f"{slip.chapter}.ipynb").tests)
         failing = ", ".join(f"`{name}`" for name in slip.failing)
         lines.append(f"| {n} | {slip.chapter} | {slip.name} | `{slip.visible}`: `{slip.shows}` ... | {failing} | "
                      f"{total - slip.lost:g}/{total:g} | `{slip.says}` ... |")
@@ -102,13 +102,13 @@ def table() -> str:
 def graded(tmp_path_factory):
     """Each slip graded once per run by the trusted grader (one sandbox run each), by the worker
     that meets it first; both of its tests, on either worker, read that result."""
-    def grade(slip: Slip) -> trusted.Result:
+    def grade(slip: Slip) -> grader.Result:
         def build(folder):
             path = folder / f"{slip.chapter}.ipynb"
             nbformat.write(solution_with(slip), path)
-            (folder / "result.json").write_text(json.dumps(trusted.grade(path, slip.chapter, LIMITS).to_json()))
+            (folder / "result.json").write_text(json.dumps(grader.grade(path, slip.chapter, LIMITS).to_json()))
         folder = once_per_run(tmp_path_factory, f"slip{SLIPS.index(slip):02d}", build)
-        return trusted.Result(**json.loads((folder / "result.json").read_text()))
+        return grader.Result(**json.loads((folder / "result.json").read_text()))
     return grade
 
 
@@ -155,7 +155,7 @@ def test_every_check_says_what_it_ran_where_to_reread_and_which_visible_check_ma
         found = (f"\\tag{{{where[3:]}}}" in text) if where.startswith("eq ") else (where in text)
         assert found, f"{name}: {where!r} is not in lectures/{stem}.ipynb"
         solution = next(ch.notebook("solutions") for ch in chapters.load() if ch.prefix == name[:4])
-        shares = trusted.spec_of(solution).shares
+        shares = grader.spec_of(solution).shares
         assert name in shares.get(c.visible, {}), f"{name}: {c.visible} is no test cell that names it"
 
 
@@ -175,7 +175,7 @@ def points_table() -> str:
     splits its points (00, 01 and the capstone hold one check per cell: nothing to split)."""
     lines = ["| chapter | test cell: points = check points + ... | total |", "|---|---|---|"]
     for path in (c.notebook("solutions") for c in chapters.load()):
-        spec = trusted.spec_of(path)
+        spec = grader.spec_of(path)
         if all(len(shares) == 1 for shares in spec.shares.values()):
             continue
         cells = "; ".join(f"`{gid}` {points:g} = " + " + ".join(f"{name.split('.')[1]} {share:g}"

@@ -8,7 +8,7 @@ non-symmetric parameters (:mod:`.steps`), abs. tolerance 1e-5 on states:
 * ``ch05.gru_gradients``: every parameter's gradient (relative tolerance 1e-4);
   an answer with wrong gradients but right values fails this one only (one computed
   outside DyNet fails them all: its values are constants of the traced point, wrong
-  at the fresh point the grader replays it at, see autograder/trusted.py);
+  at the fresh point the grader replays it at, see autograder/grader.py);
 * ``ch05.gru_update_gate``: eq 59 on its own: W_hh = 0 (so the candidate does not
   involve the reset gate), the update gate shut (b_z = -30) in half of the units:
   those must keep h_{t-1}; open (b_z = +30) in the other half: those must hold the

@@ -4,7 +4,7 @@
 ``p`` holds ``W_q, W_k, W_v, W_o`` (d, d) and the position table ``P`` (d, T_max).
 The reference is NumPy in float64 (:func:`attention`), independent of DyNet; the
 gradients are its central finite differences. The student's function is traced in the
-sandbox and its program replayed at a fresh point (autograder/trusted.py), as the
+sandbox and its program replayed at a fresh point (autograder/grader.py), as the
 recurrent steps are. d = 8, T_max = 12, random non-zero weights in (-0.9, 0.9),
 X ~ N(0, 1). Tolerances: 1e-4 on outputs (float32, values of a few units), 1e-4 on
 gradients relative to the largest reference gradient.

@@ -1,5 +1,5 @@
-"""The registry of graded checks, shared by notebooks' hidden tests and the
-trusted autograder.
+"""Stage 5, the checks: the registry of graded checks, shared by notebooks' hidden tests and
+the grader (:mod:`autograder.grader`).
 
 A :class:`Check` is split so that student code and grading never share a process:
 
