@@ -119,13 +119,16 @@ def test_a_wrong_function_fails_and_is_named():
     problems = run_check(CHECKS["{prefix}.{function}"], {{"{function}": wrong}})
     assert problems and "differ from the reference" in problems[0], problems
 
+'''
 
+#: the end of both test templates: the slips (``says``: the words of the check's message)
+SLIPS = '''
 SLIPS = [
     # TODO: one Slip per mistake a student makes (tests/slips.py says each field)
     Slip("TODO: the mistake, as the slip table says it", "{stem}", "{function}",
          old="TODO: text of the solution's answer cell", new="TODO: what the student wrote instead",
          visible="{function}_tests", shows="TODO: a phrase of the visible check's message",
-         failing=("{prefix}.{function}",), says="differ from the reference", lost=1),
+         failing=("{prefix}.{function}",), says="{says}", lost=1),
 ]
 '''
 
@@ -177,14 +180,6 @@ def test_a_wrong_step_fails_and_is_named():
     problems = run_check(CHECKS["{prefix}.{function}"], {{"{function}": wrong}})
     assert problems and "differs from step" in problems[0], problems
 
-
-SLIPS = [
-    # TODO: one Slip per mistake a student makes (tests/slips.py says each field)
-    Slip("TODO: the mistake, as the slip table says it", "{stem}", "{function}",
-         old="TODO: text of the solution's answer cell", new="TODO: what the student wrote instead",
-         visible="{function}_tests", shows="TODO: a phrase of the visible check's message",
-         failing=("{prefix}.{function}",), says="differs from step", lost=1),
-]
 '''
 
 ANSWER = '''# The lecture: ../lectures/{stem}.ipynb, {heading}
@@ -290,7 +285,9 @@ def scaffold(stem: str, function: str, title: str | None = None, root: Path = RO
                   probe=f"autograder.probes.{module}:probe", arguments="p, x, state" if step else "x")
     templates = ((("checks", STEP_REFERENCE), ("tests", STEP_TEST)) if step else
                  (("checks", REFERENCE), ("probe", PROBE), ("tests", TEST)))
+    fields["says"] = "differs from step" if step else "differ from the reference"
     for key, template in templates:
+        template += SLIPS if key == "tests" else ""
         path = root / paths[key]
         path.write_text(template.format(**fields))
         written.append(path)
