@@ -419,7 +419,7 @@ PANELS = {"cells": ["srnn", "lstm", "lstm-noforget", "lstm-fb0", "gru", "lstm-dr
           "ablations": ["srnn", "lstm", "lstm-srnn", "lstm-srnn-out", "lstm-srnn-hidden",
                         "ran-identity", "ran-tanh", "attn", "lstm-attn"]}
 TITLES = {"cells": "the chapters' cells (DyNet's builders dashed)",
-          "ablations": "the weighted-sum ablations, the RANs (chapter 08) and attention (11)"}
+          "ablations": "the ablations and RANs (08), attention (11)"}
 
 
 def _style(name):
@@ -432,8 +432,8 @@ def _style(name):
     # past tab10: ran-tanh and chapter 11's attention (with the ablations), the dropout LSTM and the
     # 4x LSTM (with the chapters' cells, where tab10's brown and green are the large LSTM and the LSTM
     # without forget gate)
-    colour = colours[index % 10] if index < 10 else ("black", "deeppink", "black", "darkgoldenrod",
-                                                     "darkcyan")[index - 10]
+    colour = colours[index % 10] if index < 10 else ("black", "deeppink", "black", "saddlebrown",
+                                                     "forestgreen")[index - 10]
     return {"color": colour, "ls": "--" if name.startswith("builder-") else "-"}
 
 
