@@ -126,16 +126,17 @@ def ablation_table(results: dict) -> str:
     """Every finished model of converged() (and its ensemble, when there is one), best first:
     seeds, CPU hours a run, test perplexity / floor with its 95% interval over the seeds."""
     finished = {run["label"]: run for run in results["models"].values() if run["test_ratio"]["mean"] is not None}
-    lines = [f"{'model':44} {'seeds':>5} {'CPU hours a run':>15}   test perplexity ÷ floor (95% interval)"]
+    width = max([44] + [len(label) for label in finished])          # the longest label sets the column
+    lines = [f"{'model':{width}} {'seeds':>5} {'CPU hours a run':>15}   test perplexity ÷ floor (95% interval)"]
     for label, run in sorted(finished.items(), key=lambda item: item[1]["test_ratio"]["mean"]):
         ratio = run["test_ratio"]
         interval = f"[{ratio['low']:.3f}, {ratio['high']:.3f}]" if ratio["low"] is not None else ""
         hours = np.mean(run["cpu_hours"]) if run["cpu_hours"] else 0.0
-        lines.append(f"{label:44} {len(run['seeds_complete']):>5} {hours:15.2f}   {ratio['mean']:.3f} {interval}")
+        lines.append(f"{label:{width}} {len(run['seeds_complete']):>5} {hours:15.2f}   {ratio['mean']:.3f} {interval}")
     ensemble = results.get("ensemble")          # bench/converge_ensemble.py
     if ensemble:
         heaviest = ", ".join(f"{run} {weight:.2f}" for run, weight in list(ensemble["weights"].items())[:3])
-        lines.append(f"{'ensemble of ' + str(len(ensemble['weights'])) + ' runs of the models above':44} {'':>5} "
+        lines.append(f"{'ensemble of ' + str(len(ensemble['weights'])) + ' runs of the models above':{width}} {'':>5} "
                      f"{'':>15}   {ensemble['test_ratio']:.3f}")
         lines.append(f"    its largest weights, fitted on valid: {heaviest}")
     return "\n".join(lines)

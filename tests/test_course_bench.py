@@ -63,9 +63,12 @@ def test_tables_print_the_committed_numbers():
     assert row.endswith(f"{lstm['test_ppl']['mean'] / results['floor']['test']:.3f}")
     single = {**lstm, "seeds_complete": [1], "test_ppl": {"mean": 25.0, "low": None, "high": None}}
     assert "(one seed)" in bench.test_table({"one": single}, 20.0)
-    ranked = bench.ablation_table(results).splitlines()[1:]
-    ratios = [float(line[67:].split()[0]) for line in ranked if not line.startswith((" ", "ensemble"))]
+    header, *ranked = bench.ablation_table(results).splitlines()
+    column = header.index("test perplexity")                 # the longest label sets where it starts
+    ratios = [float(line[column:].split()[0]) for line in ranked if not line.startswith((" ", "ensemble"))]
     assert ratios == sorted(ratios) and len(ratios) >= 10
+    labels = [run["label"] for run in results["models"].values() if run["test_ratio"]["mean"] is not None]
+    assert all(any(line.startswith(label + " ") for line in ranked) for label in labels)   # none cut
     markdown = bench.far_agreement_table(results, ["srnn", "lstm"]).splitlines()
     assert len(markdown) == 4 and markdown[2].startswith(f"| {results['models']['srnn']['label']} | ")
     assert bench.interval({"balanced_accuracy": 0.971}, 2) == "0.97"
@@ -87,9 +90,14 @@ def test_the_samples_table_shows_each_converged_model_and_temperature():
     records = bench.read("samples")
     lines = bench.samples_table(records).splitlines()
     assert len(lines) == 1 + len(records) and all(r["converged"] for r in records)
-    first, a = records[0], records[0]["agreement"]["long"]
+    first = records[0]
     assert lines[1].startswith(first["label"]) and f"{first['test_ppl']:8.2f}" in lines[1]
-    assert f"{a['kept']:4} of {a['kept'] + a['lost']:4} = {a['share']:.0%}" in lines[1]
+    for task, name in (("long number", "number"), ("long gender", "reflexive")):   # each task on its own
+        a = first["agreement"][task]
+        assert name in lines[0] and f"{a['kept']:4} of {a['kept'] + a['lost']:4} = {a['share']:.0%}" in lines[1]
+    pooled = [dict(r, agreement={"long": r["agreement"]["long"]}) for r in records]       # records before the split
+    a = first["agreement"]["long"]
+    assert f"{a['kept']:4} of {a['kept'] + a['lost']:4} = {a['share']:.0%}" in bench.samples_table(pooled).splitlines()[1]
     assert f"{first['derivable_share']:9.0%}" in lines[1]
 
 
