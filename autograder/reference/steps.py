@@ -77,13 +77,13 @@ def paired_columns(inputs: dict):
     xs[:, :, half:2 * half] = xs[:, :, :half]
 
 
-def pair_mismatch(values) -> int | None:
-    """The first step (0-based) at which the two halves of the batch differ, for
-    ``values`` of shape (steps, d_h, batch) computed on :func:`paired_columns` inputs."""
+def pair_mismatch(values, atol: float = probes.ATOL) -> int | None:
+    """The first step (0-based) at which the two halves of the batch differ by more than
+    ``atol``, for ``values`` of shape (steps, d_h, batch) computed on :func:`paired_columns` inputs."""
     values = np.asarray(values)
     half = values.shape[-1] // 2
     apart = np.abs(values[..., :half] - values[..., half:2 * half]).reshape(len(values), -1).max(axis=1)
-    late = np.flatnonzero(~(apart <= probes.ATOL))
+    late = np.flatnonzero(~(apart <= atol))
     return int(late[0]) if late.size else None
 
 
