@@ -25,7 +25,6 @@ from __future__ import annotations
 import dynet as dy
 import numpy as np
 
-from autograder import probes
 from autograder.reference import steps
 from autograder.reference.grading import Check
 
@@ -84,6 +83,13 @@ def slips(*names):
     return [SLIPS[n] for n in names]
 
 
+# How far apart a pair's increments may be. A difference of float32 numbers carries the rounding of
+# both, and each is only held to probes.ATOL by the value checks (a CI machine once put a correct
+# rewritten step past 1.3e-5 at |c| = 3.6, where this one stays at 2e-7); a step that breaks the
+# carousel moves the increment by a gate times c_{t-1}: 0.01 to 0.6 on these inputs for the slips.
+CAROUSEL_ATOL = 1e-3
+
+
 def _carousel_inputs() -> dict:
     return steps.step_inputs(CELL, "lstm_step", SEED + 4, steps.both(steps.set_params(**{"W_h*": 0.0}),
                                                                       steps.paired_columns),
@@ -98,8 +104,7 @@ def _judge_carousel(numbers, inputs) -> list:
     c = got[:, 1]
     previous = np.concatenate([inputs["state0"][1][None], c[:-1]])
     increments = c - previous
-    # a difference of float32 numbers carries their rounding: the larger |c|, the larger it may be
-    t = steps.pair_mismatch(increments, probes.ATOL + 8 * np.finfo(np.float32).eps * float(np.abs(previous).max()))
+    t = steps.pair_mismatch(increments, CAROUSEL_ATOL)
     if t is None:
         return []
     return [f"with every W_h* = 0 the gates read x_t only, so c_t - c_{{t-1}} = i_t * u_t must not depend "
