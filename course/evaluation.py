@@ -5,7 +5,7 @@ was trained); and how its gradients vanish with distance (:func:`gradient_profil
 
 Nothing here trains or builds a model, nor imports :mod:`course.lm`: :mod:`course.training` and
 the command line import this module, which imports how text is cut (:mod:`course.sources`,
-:mod:`course.data`), neither of which imports it back; DyNet starts only when a gradient is taken.
+:mod:`course.data`), neither of which imports it back; importing it does not start DyNet.
 """
 from __future__ import annotations
 

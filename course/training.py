@@ -85,7 +85,7 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
     ``stream=True`` one continuous stream read in segments of ``bptt`` steps, the state
     carried from each segment to the next. The loss of a batch is summed over time and
     averaged over its sentences (a stream's rows). Gradients are clipped to norm
-    ``clip``. ``dropout`` is applied in training only (see :meth:`RNNLM.hidden_states`);
+    ``clip``. ``dropout`` is applied in training only (see :meth:`course.lm.RNNLM.hidden_states`);
     evaluation is deterministic. ``max_batches`` ends each epoch early (quick runs).
 
     After each epoch the ``schedule`` (:mod:`course.schedules`; by default the one the
