@@ -136,11 +136,11 @@ def state_sizes(model, sentences) -> list:
 
 
 def one_run(name: str, seed: int, train, valid, vocab, pairs, long_sentences, epochs: int) -> dict:
-    from course import agreement, lm, runtime
+    from course import agreement, runtime, training
     runtime.init(seed=seed)
     model = build(name, vocab)
     start = time.perf_counter()
-    rows = lm.train(model, train, valid, epochs=epochs, batch_size=BATCH, lr=LR, progress=False, log=None)
+    rows = training.train(model, train, valid, epochs=epochs, batch_size=BATCH, lr=LR, progress=False, log=None)
     record = {"model": name, "seed": seed, "seconds": time.perf_counter() - start,
               "valid_ppl": [r["valid_ppl"] for r in rows], "agreement": agreement.agreement_accuracy(model, pairs)}
     number_pairs = [p for p in pairs if p.task == "number"]

@@ -1,7 +1,7 @@
 """The capstone's one-minute recipes (lecture 10, section 4), measured.
 
 Each recipe trains a builder language model on the whole course training split with
-course.budget.train_for (course.lm.train, Adam on shuffled, length-sorted batches,
+course.budget.train_for (course.training.train, Adam on shuffled, length-sorted batches,
 gradient clipping at 5, until a budget of CPU time is spent: time.process_time(), one
 core, the whole training loop, building the batches included), then scores the first 600
 validation sentences. A recipe may lower its learning rate for the last part of the
@@ -44,18 +44,18 @@ RECIPES = {
 
 
 def measure(label: str, train, held_out, vocab) -> dict:
-    from course import lm
+    from course import evaluation, lm
     cell, embed, hidden, layers, batch, lr, dropout, seconds, anneal = RECIPES[label]
     runtime.init(seed=1)
     model = lm.RNNLM(vocab, cell, embed, hidden, layers)
     tokens = budget.train_for(model, train, seconds, batch_size=batch, lr=lr, dropout=dropout, anneal=anneal).tokens
     return {"cell": cell, "embed": embed, "hidden": hidden, "layers": layers, "batch": batch, "lr": lr,
             "dropout": dropout, "cpu_seconds": seconds, "anneal": anneal, "params": model.param_count(),
-            "tokens": tokens, "perplexity": lm.evaluate(model, held_out)}
+            "tokens": tokens, "perplexity": evaluation.evaluate(model, held_out)}
 
 
 def held_out_floor(held_out) -> float:
-    from course.grammar import read_text
+    from course.files import read_text
     from course.paths import COURSE_DATA
     logprobs = [float(x) for x in read_text(COURSE_DATA / "valid.logprob").split()[:len(held_out)]]
     return float(np.exp(-sum(logprobs) / sum(len(s) + 1 for s in held_out)))
@@ -67,7 +67,7 @@ def tables(results: dict) -> str:
              f"{r['perplexity'] / floor:.2f}"] for label, r in results["recipes"].items()]
     return (f"Builder models of `course.lm` trained on the whole course training split for a budget of CPU "
             f"time (one core), then scored on the first {HELD_OUT} validation sentences (their floor: "
-            f"{floor:.2f}). Adam, gradient clipping at 5, seed 1, through `course.lm.train`, stopped by the "
+            f"{floor:.2f}). Adam, gradient clipping at 5, seed 1, through `course.training.train`, stopped by the "
             "clock. The budget counts the whole training loop's CPU time, building each padded batch "
             "included (before the engine ran these recipes, only the forward and backward passes and the "
             "updates counted). Annealing stops the run at its last fraction and resumes it at the lower "

@@ -7,7 +7,7 @@ that is reported: its valid and test perplexity (beside the grammar's floor) and
 its choice on each of the 5,000 agreement minimal pairs. The test split is read
 once, at the end, and decides nothing.
 
-Every run trains through the course's one engine, ``course.lm.train``, with a
+Every run trains through the course's one engine, ``course.training.train``, with a
 ``course.schedules.Plateau`` schedule. A run is resumable per epoch: after every epoch
 the parameters go to ``runs/converge/NAME-sSEED/`` (not committed) and the record, one row per epoch, to
 ``bench/results/converge/NAME-sSEED.json`` (committed). Adam's moment estimates are
@@ -185,7 +185,7 @@ def _claim(lock: Path) -> bool:
 
 
 def engine_settings(settings: dict, seed: int):
-    """The run's settings as course.lm.train takes them."""
+    """The run's settings as course.training.train takes them."""
     from course.settings import Settings
     size = {k: settings[k] for k in ("embed", "hidden", "layers", "residual") if k in settings}
     return Settings(**size, optimizer=settings["optimizer"], lr=settings["lr"], batch_size=settings["batch"],
@@ -202,9 +202,9 @@ def plateau(settings: dict):
 
 def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sentences=None,
         log=print, after_epoch=None) -> dict | None:
-    """Train (or continue) one run to its stopping point through course.lm.train, then evaluate
+    """Train (or continue) one run to its stopping point through course.training.train, then evaluate
     its best epoch. Returns the record, or None when another process holds the run."""
-    from course import lm
+    from course import evaluation, training
     from course.agreement import load_pairs
     from course.data import Vocab
     log = log or (lambda line: None)
@@ -240,7 +240,7 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
         model.pc.populate(str(latest))
         log(f"{key}: continuing after epoch {len(rows)}")
     # the engine's history is the record's rows: each epoch's row is rewritten by record_epoch below
-    state = lm.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else settings["lr"],
+    state = training.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else settings["lr"],
                           min((r["valid_ppl"] for r in rows), default=math.inf), rows)
     Path(records).mkdir(parents=True, exist_ok=True)
     clock = {"start": time.perf_counter(), "cpu": time.process_time(), "resumed": bool(rows)}
@@ -269,10 +269,10 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
 
     if not _stopped(rows, settings):
         try:
-            lm.train(model, training_sentences(splits, size.get("train_tokens")), splits["valid"],
+            training.train(model, training_sentences(splits, size.get("train_tokens")), splits["valid"],
                      engine_settings(settings, seed), schedule=plateau(settings), progress=False, log=None,
                      resume=state, on_save=save, on_epoch=record_epoch)
-        except lm.TrainingDiverged as err:         # recorded as a last epoch of infinite perplexity
+        except training.TrainingDiverged as err:         # recorded as a last epoch of infinite perplexity
             lr = rows[-1]["lr_next"] if rows else settings["lr"]
             rows.append({"epoch": len(rows) + 1, "lr": lr, "lr_next": lr * settings["lr_decay"],
                          "train_ppl": math.inf, "valid_ppl": math.inf, "improved": False, "diverged": str(err),
@@ -286,8 +286,8 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
                        "valid_ppl": math.inf, "test_ppl": math.inf, "pairs": ""}
     if math.isfinite(best["valid_ppl"]):          # a run that diverged in its first epoch has no model
         model.pc.populate(str(best_path))
-        record["final"].update(valid_ppl=lm.evaluate(model, splits["valid"]),
-                               test_ppl=lm.evaluate(model, splits["test"]),
+        record["final"].update(valid_ppl=evaluation.evaluate(model, splits["valid"]),
+                               test_ppl=evaluation.evaluate(model, splits["test"]),
                                pairs=pair_outcomes(model, load_pairs()[:max_sentences] if max_sentences
                                                    else load_pairs()))
     record["final"].update(seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu,

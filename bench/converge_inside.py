@@ -179,10 +179,10 @@ def record_attention(model, pairs, far_pairs, path: Path) -> Path:
 def train_fit(name: str, seed: int, splits: dict, work=WORK) -> dict:
     """The best epoch of a finished run scored on the training split (evaluation mode: no
     dropout), beside the training split's floor."""
-    from course import lm
+    from course import evaluation
     from course.grammar import floor_perplexity
     model = load_best(name, seed, splits, work)
-    return {"seed": seed, "train_ppl": lm.evaluate(model, splits["train"]), "train_floor": floor_perplexity("train")}
+    return {"seed": seed, "train_ppl": evaluation.evaluate(model, splits["train"]), "train_floor": floor_perplexity("train")}
 
 
 def finished(name: str, seed: int = 1, records=RECORDS) -> bool:

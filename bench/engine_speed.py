@@ -1,7 +1,7 @@
 """The one engine against the loops it replaced: the same runs, side by side.
 
 Two runs, each trained by the old loop (the code at commit c5fa832, read from git) and
-by ``course.lm.train`` (today's bench/converge.py and bench/ptb.py), every repeat in a
+by ``course.training.train`` (today's bench/converge.py and bench/ptb.py), every repeat in a
 fresh process, old and new taking turns so that the machine's other work hits both
 alike:
 
@@ -70,7 +70,7 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     from penn.models import SMALL, build_model
     from penn.training import schedule, settings
 
-    from course import lm, runtime
+    from course import evaluation, runtime, training
     vocab, splits = load_corpus(find_source())
     if which == "old":
         old = old_module("ptb", folder)
@@ -80,10 +80,10 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
         trainer.set_clip_threshold(old.SMALL["clip"])
         data = old.columns(old.stream(splits["train"], vocab), old.SMALL["batch"])
         nll, count, seconds, cpu = old.train_epoch(model, trainer, data, old.SMALL["steps"], max_segments=segments)
-        return {"train_ppl": [lm.perplexity(nll, count)], "tokens_per_s": count / seconds,
+        return {"train_ppl": [evaluation.perplexity(nll, count)], "tokens_per_s": count / seconds,
                 "tokens_per_cpu_s": count / cpu}
     model = build_model("lstm", vocab, SMALL)
-    row = lm.train(model, splits["train"], None, settings(SMALL, 1, max_batches=segments),
+    row = training.train(model, splits["train"], None, settings(SMALL, 1, max_batches=segments),
                    schedule=schedule(SMALL), progress=False, log=None)[0]
     return {"train_ppl": [row["train_ppl"]], "tokens_per_s": row["tokens_per_s"],
             "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"], "train_cpu_seconds": row["cpu_seconds"]}
@@ -182,7 +182,7 @@ def main(argv=None):
         label = (f"converge: LSTM 128/256, Adam, 2 epochs, {args.max_sentences:,} sentences" if run == "converge"
                  else f"ptb: Zaremba's small LSTM, SGD, stream, first {args.segments} segments")
         rows.append(summary(label, measure(run, args.repeats, extra)))
-    body = (f"Each run trained by the old loop (bench/*.py at commit {OLD}) and by `course.lm.train`, "
+    body = (f"Each run trained by the old loop (bench/*.py at commit {OLD}) and by `course.training.train`, "
             f"{args.repeats} repeats each in a fresh process, old and new in turn. Perplexities: the old "
             "loop's, per epoch (train; valid), and how far the engine's are from them. Speed: training "
             "tokens (evaluation excluded) per second of this process's CPU time, and per wall second, "

@@ -117,14 +117,14 @@ def dynet_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
     from penn.training import settings
 
     from course.data import Vocab
-    from course import lm
+    from course import training
     from course.sources import Stream
     vocab = Vocab(["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(vocab_size - 3)])
     cell = "lstm" if row.endswith("builder") else None      # None: the course's LSTM (hand-lstm)
     model = build_model("lstm", vocab, config, cell=cell)
     stream = Stream.of_rows(data, config["steps"])
     for n in (1, segments):                                  # a warm-up segment, then the timed ones
-        done = lm.train(model, stream, None, settings({**SMALL, **config}, 1, max_batches=n),
+        done = training.train(model, stream, None, settings({**SMALL, **config}, 1, max_batches=n),
                         progress=False, log=None)[0]
     count, seconds = done["tokens"], done["seconds"]
     device = next((line.strip() for line in runtime.banner.splitlines() if "Device name" in line), "")

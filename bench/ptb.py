@@ -14,7 +14,7 @@ Table 1: valid 120.7, test 114.5):
   authors' Torch ``main.lua``, "Trains 1h and gives test 115 perplexity", and
   TensorFlow's PTB tutorial ``SmallConfig``);
 * SGD, learning rate 1 for 4 epochs, then halved after every epoch, 13 epochs
-  (the TensorFlow tutorial's schedule, also ``course.lm.train(decay_after=4)``);
+  (the TensorFlow tutorial's schedule, also ``course.training.train(decay_after=4)``);
   gradient norm clipped to 5 (the loss: summed over the steps, averaged over
   the 20 columns); every parameter drawn uniformly from [-0.1, 0.1], so no
   forget-gate bias (theirs has none); no dropout.

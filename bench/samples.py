@@ -64,7 +64,7 @@ def judged_samples(name: str, run: dict, folder: Path, args, splits) -> list:
     record each; kept in FOLDER/NAME-s1-samples.json and reused for the same run and settings."""
     import converge
     from converge_inside import load_best
-    from course import judge, lm
+    from course import judge, sampling
     from course.grammar import Grammar
     cache = folder / f"{name}-s{SEED}-samples.json"
     key = {"n": args.n, "long": args.long, "temperatures": TEMPERATURES, "run": run["final"]["finished_at"]}
@@ -73,7 +73,7 @@ def judged_samples(name: str, run: dict, folder: Path, args, splits) -> list:
         return saved["records"]
     model, grammar, final, records = load_best(name, SEED, splits, work=folder), Grammar(), run["final"], []
     for temperature in TEMPERATURES:
-        verdict = judge.judge(grammar, lm.sample(model, args.n, temperature, seed=SEED), args.long, seed=SEED)
+        verdict = judge.judge(grammar, sampling.sample(model, args.n, temperature, seed=SEED), args.long, seed=SEED)
         records.append({"cell": name, "label": converge.MODELS[name][0], "converged": True,
                         "temperature": temperature, "test_ppl": final["test_ppl"], "valid_ppl": final["valid_ppl"],
                         "epochs": len(run["epochs"]), "best_epoch": final["best_epoch"], **verdict})

@@ -4,7 +4,7 @@ Zaremba's small configuration (2 x 200 LSTM, batch 20, segments of 20 steps, SGD
 gradient clipped at 5) trained twice on PTB, each in a fresh process: once by ``python -m
 course train --stream`` with the bench's hand-written LSTM as a ``--cell`` file, once by the
 bench's own code (bench/penn, as ``bench/ptb.py`` runs it). Both go through the one engine,
-``course.lm.train``, resumably; their train, valid and test perplexities must agree to the
+``course.training.train``, resumably; their train, valid and test perplexities must agree to the
 last digit. It writes bench/results/stream_cli.md.
 
     python bench/stream_cli.py                   # the whole first epoch: about 12 minutes
@@ -65,10 +65,10 @@ def bench_worker(source: str, segments: int | None) -> dict:
     from penn.models import SMALL, build_model
     from penn.training import schedule, settings
 
-    from course import evaluation, lm, sources
+    from course import evaluation, sources, training
     vocab, splits = load_corpus(source)
     model = build_model("lstm", vocab, SMALL)
-    row = lm.train(model, splits["train"], splits["valid"], settings(SMALL, 1, max_batches=segments),
+    row = training.train(model, splits["train"], splits["valid"], settings(SMALL, 1, max_batches=segments),
                    schedule=schedule(SMALL), progress=False, log=None, resumable=True)[0]
     return {"train_ppl": row["train_ppl"], "valid_ppl": row["valid_ppl"],
             "test_ppl": evaluation.stream_perplexity(model, sources.stream_ids(splits["test"], vocab)),
@@ -101,7 +101,7 @@ def main(argv=None):
     same = all(rows["python -m course train --stream"][k] == rows["bench/ptb.py's training code"][k] for k in keys)
     what = f"the first {args.segments} segments" if args.segments else "the whole first epoch"
     body = (f"Zaremba's small configuration on Penn Treebank, {what}, trained by each in a fresh process "
-            "(both through course.lm.train, resumably). Valid and test: the stream read as one row.\n\n"
+            "(both through course.training.train, resumably). Valid and test: the stream read as one row.\n\n"
             + table(["trained by", "training tokens", "train ppl", "valid ppl", "test ppl"],
                     [[name, f"{r['tokens']:,}", *(f"{r[k]:.4f}" for k in keys)] for name, r in rows.items()])
             + f"\n\nThe same to the last digit: {'yes' if same else 'no'}.")

@@ -266,9 +266,9 @@ def cmd_train(args, given: set) -> int:
 
 
 def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) -> int:
-    from course import corpora, lm, runs, sources
+    from course import cell_files, corpora, lm, runs, sources, training
     from course.data import Vocab, tokens_sha256
-    cell = lm.resolve_cell(settings["cell"])
+    cell = cell_files.resolve_cell(settings["cell"])
     splits, full_train, notes = read_splits(settings)
     data_sha = tokens_sha256(splits["train"])
     if args.resume:
@@ -330,7 +330,7 @@ def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) ->
         print(f"training; every epoch is saved in {out}, and Ctrl-C saves and stops "
               f"(`python -m course train --resume {quote(str(out))}` continues)", flush=True)
     with Interrupts() if out else _NoInterrupts() as interrupts:
-        metrics["history"] = lm.train(
+        metrics["history"] = training.train(
             model, splits["train"], splits["valid"], Settings.from_dict(settings), progress=args.progress,
             resume=state, stop=lambda: interrupts.requested, on_save=on_save if out else None, resumable=True)
     stopped = saved.get("state")
@@ -505,11 +505,11 @@ def _unit(record: dict) -> str:
 
 def cmd_sample(args, given: set) -> int:
     _, model, record = _load(args.run, args.gpu, args.seed)
-    from course import lm
+    from course import sampling
     char = _unit(record) == "char"
     prompt = list(args.prompt or "") if char else (args.prompt or "").split()
     max_length = args.max_length or (DEFAULT_SAMPLE_LENGTH * 5 if char else DEFAULT_SAMPLE_LENGTH)
-    samples = lm.sample(model, args.n, args.temperature, args.top_k, prompt, args.seed, max_length,
+    samples = sampling.sample(model, args.n, args.temperature, args.top_k, prompt, args.seed, max_length,
                         top_p=args.top_p)
     for s in samples:
         print(("" if char else " ").join(s.tokens) + ("" if s.finished else " [cut at --max-length]"))
@@ -523,9 +523,9 @@ def cmd_judge_samples(args, given: set) -> int:
         raise ValueError(f"{args.run} was trained on {data.get('corpus', 'an unrecorded corpus')} in "
                          f"{_unit(record)}s: the grammar judges only models of the course corpus in words "
                          "(train one with --corpus course --unit word).")
-    from course import judge, lm
+    from course import judge, sampling
     from course.grammar import Grammar
-    samples = lm.sample(model, args.n, args.temperature, args.top_k, None, args.seed,
+    samples = sampling.sample(model, args.n, args.temperature, args.top_k, None, args.seed,
                         args.max_length or DEFAULT_SAMPLE_LENGTH, top_p=args.top_p)
     print(f"{args.n} samples at temperature {args.temperature:g}"
           + (f", top-k {args.top_k}" if args.top_k else "") + (f", top-p {args.top_p:g}" if args.top_p else "")

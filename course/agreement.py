@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from course.grammar import Agreement, third_singular
+from course.grammar import Agreement
+from course.grammar_lexicon import third_singular
 
 TASKS = ("number", "gender")
 #: the two classes of each task (the cue's number or gender); a bucket alternates them in this order

@@ -1,6 +1,6 @@
 """Training for a budget of CPU time, as the capstone (chapter 10) asks.
 
-:func:`train_for` trains through the course's one loop, :func:`course.lm.train`, whose
+:func:`train_for` trains through the course's one loop, :func:`course.training.train`, whose
 ``stop`` hook watches the clock: ``time.process_time()``, this process's own CPU time, so
 a busy machine slows a run down but does not shrink its budget. Lecture 10 and
 ``bench/capstone_budget.py`` both train with it.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from course import lm, sources
+from course import evaluation, lm, sources, training
 from course.settings import Settings
 
 EPOCHS = 10_000      # more than any budget here allows: the clock ends training
@@ -29,7 +29,7 @@ def train_for(model: lm.RNNLM, sentences, seconds: float, settings: Settings | N
     """Train ``model`` on ``sentences`` until ``seconds`` of CPU time are spent.
 
     ``settings`` (and ``changes``, its fields by name: ``lr=0.005, batch_size=64``) say how,
-    as for :func:`course.lm.train`; epochs follow one another until the clock stops them.
+    as for :func:`course.training.train`; epochs follow one another until the clock stops them.
     The clock starts once the sentences are grouped into batches and counts the whole
     training loop: building each batch, the forward and backward passes, the updates.
 
@@ -44,7 +44,7 @@ def train_for(model: lm.RNNLM, sentences, seconds: float, settings: Settings | N
     every = every or seconds
     s = (settings or Settings()).but(epochs=EPOCHS, **changes)
     batches = sources.of(s, sentences, model.vocab)
-    curve, state = [], lm.TrainState(lr=s.learning_rate)
+    curve, state = [], training.TrainState(lr=s.learning_rate)
     start, not_training = time.process_time(), 0.0
 
     def spent() -> float:
@@ -55,7 +55,7 @@ def train_for(model: lm.RNNLM, sentences, seconds: float, settings: Settings | N
         used = spent()
         if evaluate_on is not None and (used >= every * len(curve) or (part == 1.0 and used >= seconds)):
             before = time.process_time()
-            curve.append((used, lm.evaluate(model, evaluate_on)))
+            curve.append((used, evaluation.evaluate(model, evaluate_on)))
             not_training += time.process_time() - before
         return used >= part * seconds
 
@@ -65,6 +65,6 @@ def train_for(model: lm.RNNLM, sentences, seconds: float, settings: Settings | N
     phases = [(1.0, 1.0)] if anneal is None else [(1 - anneal[0], 1.0), (1.0, anneal[1])]
     for part, factor in phases:
         state.lr = s.learning_rate * factor
-        lm.train(model, batches, None, s, progress=False, log=None, resume=state, on_save=keep,
+        training.train(model, batches, None, s, progress=False, log=None, resume=state, on_save=keep,
                  stop=lambda: out_of_time(part))
     return Spent(sum(row["tokens"] for row in state.history) + state.predictions, curve)

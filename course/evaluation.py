@@ -1,14 +1,20 @@
-"""Perplexity of held-out text, from a model's public scoring calls: sentence by sentence
-(:func:`evaluate`), or as one stream read in segments with the state carried from one to
-the next (:func:`stream_perplexity`); :func:`held_out` reads text as the model was trained.
+"""Measuring a language model: perplexity of held-out text, from the model's public scoring
+calls, sentence by sentence (:func:`evaluate`), or as one stream read in segments with the state
+carried from one to the next (:func:`stream_perplexity`; :func:`held_out` reads text as the model
+was trained); and how its gradients vanish with distance (:func:`gradient_profile`).
 
-Nothing here trains or builds a model: :mod:`course.lm` and the command line import this
-module, which imports only :mod:`course.sources` (how text is cut), which imports neither.
+Nothing here trains or builds a model, nor imports :mod:`course.lm`: :mod:`course.training` and
+the command line import this module, which imports how text is cut (:mod:`course.sources`,
+:mod:`course.data`), neither of which imports it back; importing it does not start DyNet.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from course import runtime
+from course.data import encode, make_batch
 from course.sources import columns, segment, stream_ids
 
 EVAL_STEPS = 100     # steps of a segment in stream evaluation (the carried state makes it irrelevant)
@@ -53,3 +59,25 @@ def held_out(model, sentences, stream: bool, progress: str | None = None) -> flo
     if stream:
         return stream_perplexity(model, stream_ids(sentences, model.vocab))
     return evaluate(model, sentences, progress=progress)
+
+
+def gradient_profile(model, sentences, K: int = 25, n: int = 64) -> np.ndarray:
+    """Typical ||d loss / d h|| at each of the K steps before a prediction
+    (vanishing and exploding gradients, tutorial section 6.3).
+
+    The loss is the model's prediction of word K of the first n sentences longer
+    than K words; entry k of the result belongs to the state k steps before it.
+    "Typical" is the geometric mean over the sentences (the norms span decades).
+    """
+    ids, _ = encode([s[:K] for s in sentences if len(s) > K][:n], model.vocab)
+    if not ids:
+        raise ValueError(f"no sentence is longer than K={K} words: lower K")
+    batch = make_batch(ids, model.vocab)
+    dy = runtime.dynet()          # here, not at import: scoring text needs no DyNet of its own
+    dy.renew_cg()
+    hs = model.hidden_states(batch.inputs[:K])     # the states after <s>, w_1, ..., w_{K-1}
+    scores = dy.affine_transform([model.b_s.expr(True), model.W_hs.expr(True), hs[-1]])
+    loss = dy.sum_batches(dy.pickneglogsoftmax_batch(scores, batch.targets[K - 1]))
+    loss.backward(full=True)                       # full=True: gradients of every node, h included
+    norms = np.array([np.linalg.norm(h.gradient(), axis=0) for h in reversed(hs)])
+    return np.exp(np.log(np.maximum(norms, 1e-30)).mean(axis=1))

@@ -20,7 +20,7 @@ model writes can be judged exactly (:func:`judge`):
   over the derivable samples - log(share derivable), with a bootstrap interval.
 
 ``p_model`` is the distribution the samples were drawn from (temperature and top-k
-applied): :class:`course.lm.Sample` records its log-probability.
+applied): :class:`course.sampling.Sample` records its log-probability.
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def near_miss(grammar, words):
 def judge(grammar, samples, long_distance: int = 6, reference: int = 1000, seed: int = 1,
           bootstrap: int = 1000, examples_per_kind: int = 5) -> dict:
     """The grammar's verdict on ``samples`` (objects with ``tokens``, ``logprob`` and
-    ``finished``, as :func:`course.lm.sample` returns them); see the module's doc.
+    ``finished``, as :func:`course.sampling.sample` returns them); see the module's doc.
 
     reference: how many sentences the grammar draws itself (with ``seed``) for the
     comparison of log-probabilities. Agreements at ``long_distance`` tokens or more

@@ -114,7 +114,7 @@ def load(folder: Path) -> dict:
 
 
 def resume_state(folder: Path):
-    """The :class:`course.lm.TrainState` saved in ``folder``/resume."""
-    from course import lm
+    """The :class:`course.training.TrainState` saved in ``folder``/resume."""
+    from course import training
     record = read_record(folder / "resume")
-    return lm.TrainState(**record["state"]), record
+    return training.TrainState(**record["state"]), record

@@ -1,4 +1,4 @@
-"""Learning-rate schedules: after each epoch, :func:`course.lm.train` asks its schedule
+"""Learning-rate schedules: after each epoch, :func:`course.training.train` asks its schedule
 whether the held-out perplexity counts as a gain, what the learning rate becomes,
 and whether to stop.
 

@@ -1,7 +1,7 @@
 """The settings of a training run, in one place: their defaults are the only ones.
 
 ``python -m course train`` reads its options' defaults from :class:`Settings` (so
-``--help`` shows them), :func:`course.lm.train` takes a ``Settings``, and a run's
+``--help`` shows them), :func:`course.training.train` takes a ``Settings``, and a run's
 ``metrics.json`` records them whole. A field is a command-line option of the same
 name (``batch_size`` is ``--batch-size``).
 """

@@ -14,7 +14,7 @@ too (nothing carried: what the carried state adds, measured by bench/tbptt.py).
 Held-out text is scored the same way, as one stream of one row, so every word sees
 its whole history (:func:`course.evaluation.stream_perplexity`).
 
-Both give :func:`course.lm.train` what it needs: ``len(source)`` batches an epoch,
+Both give :func:`course.training.train` what it needs: ``len(source)`` batches an epoch,
 ``source.batch(seed, epoch, index, carried)`` and ``source.carry(batch)`` (the state a
 stream's next segment starts from; None for sentences). This module cuts text and
 imports no model code; :mod:`course.evaluation` scores it.

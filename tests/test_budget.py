@@ -1,15 +1,15 @@
-"""course.budget: training through course.lm.train until a budget of CPU time is spent
+"""course.budget: training through course.training.train until a budget of CPU time is spent
 (lecture 10 and bench/capstone_budget.py)."""
 import time
 
-from course import budget, lm, runtime
+from course import budget, evaluation, lm, runtime, training
 from course.data import Vocab
 
 
 def test_training_stops_on_the_clock_and_anneals_by_resuming(tiny_corpus, monkeypatch):
     rates = []
-    train = lm.train
-    monkeypatch.setattr(lm, "train", lambda *a, **k: rates.append(k["resume"].lr) or train(*a, **k))
+    train = training.train
+    monkeypatch.setattr(training, "train", lambda *a, **k: rates.append(k["resume"].lr) or train(*a, **k))
     runtime.init(seed=1)
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=4, hidden=4)
     start = time.process_time()
@@ -25,7 +25,7 @@ def test_the_curve_is_scored_along_the_way_and_its_time_is_not_counted(tiny_corp
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=4, hidden=4)
     held_out = tiny_corpus * 20
     before = time.process_time()
-    lm.evaluate(model, held_out)
+    evaluation.evaluate(model, held_out)
     one_scoring = time.process_time() - before
     start = time.process_time()
     spent = budget.train_for(model, tiny_corpus, 0.6, batch_size=8, lr=0.01, evaluate_on=held_out,

@@ -207,7 +207,7 @@ SAMPLER_SLIPS = {
     "top-k keeps k - 1": ({"k_extra": -1}, {DISTRIBUTION: "one token too few", DRAWS: "other sentences"}),
     "top-p without the crossing token": ({"crossing": False},
                                          {DISTRIBUTION: "leaves out the token that crosses p", DRAWS: "other sentences"}),
-    "no renormalisation": ({"renormalise": False}, {DISTRIBUTION: "not renormalised", DRAWS: "lm.sample refused"}),
+    "no renormalisation": ({"renormalise": False}, {DISTRIBUTION: "not renormalised", DRAWS: "sampling.sample refused"}),
     # ties at the cut and an overflowing softmax never happen in the fixed model's draws
     "ties at the k-th all kept": ({"ties": True}, {DISTRIBUTION: "ties go to the lower token index"}),
     "softmax without the largest score subtracted": ({"naive": True}, {DISTRIBUTION: "subtract the largest score"}),
@@ -231,33 +231,33 @@ def test_the_sampler_judge_reveals_no_reference_probability():
 
 
 def test_lm_sample_top_p_is_the_nucleus_and_a_distribution_draws_the_same(tiny_corpus):
-    """lm.sample's own top-p keeps the same tokens as the graded rule, and a distribution function
+    """sampling.sample's own top-p keeps the same tokens as the graded rule, and a distribution function
     given to it draws the same sentences with the same seed."""
-    from course import lm
+    from course import lm, sampling
     from course.data import Vocab
     runtime.init(seed=4)
     model = lm.RNNLM(Vocab.build(tiny_corpus), "lstm", 8, 8)
     for knobs in ({"temperature": 0.8, "top_p": 0.6}, {"top_k": 5, "top_p": 0.9}, {"temperature": 1.3}):
-        built_in = lm.sample(model, n=30, seed=5, max_length=10, **knobs)
-        own = lm.sample(model, n=30, seed=5, max_length=10,
+        built_in = sampling.sample(model, n=30, seed=5, max_length=10, **knobs)
+        own = sampling.sample(model, n=30, seed=5, max_length=10,
                         distribution=lambda s, knobs=knobs: sampler(s, **knobs))
         assert [s.tokens for s in built_in] == [s.tokens for s in own], knobs
         assert [s.logprob for s in built_in] == pytest.approx([s.logprob for s in own], abs=1e-4)
-    narrow = lm.sample(model, n=30, seed=5, max_length=10, top_p=1e-9)       # the most probable token only
-    assert narrow == lm.sample(model, n=30, seed=5, max_length=10, top_k=1)
+    narrow = sampling.sample(model, n=30, seed=5, max_length=10, top_p=1e-9)       # the most probable token only
+    assert narrow == sampling.sample(model, n=30, seed=5, max_length=10, top_k=1)
     with pytest.raises(ValueError, match="summing to 1"):
-        lm.sample(model, n=2, distribution=lambda s: np.exp(s - s.max()))
+        sampling.sample(model, n=2, distribution=lambda s: np.exp(s - s.max()))
     with pytest.raises(ValueError, match="not both"):
-        lm.sample(model, n=2, top_p=0.5, distribution=sampler)
+        sampling.sample(model, n=2, top_p=0.5, distribution=sampler)
     with pytest.raises(ValueError, match="top_p must be in"):
-        lm.sample(model, n=2, top_p=0.0)
+        sampling.sample(model, n=2, top_p=0.0)
 
 
 def test_lm_sample_breaks_ties_as_the_exercise_does():
-    """lm.sample's top-k keeps exactly k tokens, ties by the lower id: the rule the exercise grades."""
-    from course import lm
+    """sampling.sample's top-k keeps exactly k tokens, ties by the lower id: the rule the exercise grades."""
+    from course import sampling
     scores = np.array([[0.0], [5.0], [4.0], [3.0], [3.0], [1.0]], dtype=np.float32)   # id 1 is <s>
-    logp = lm._tempered(scores, 1, top_k=2, top_p=None)[:, 0]
+    logp = sampling._tempered(scores, 1, top_k=2, top_p=None)[:, 0]
     assert np.isfinite(logp).tolist() == [False, False, True, True, False, False]     # id 4 ties id 3: cut
     assert np.exp(logp) == pytest.approx(sampler(np.where(np.arange(6) == 1, -np.inf, scores[:, 0]), top_k=2))
 
@@ -266,7 +266,7 @@ def test_lm_sample_breaks_ties_as_the_exercise_does():
 
 def _by_course(tempered):
     """The brief's attack: the scores as one column with an extra -inf entry as ``<s>``, handed
-    to course.lm's tempered softmax (however it was reached), that entry stripped again."""
+    to course.sampling's tempered softmax (however it was reached), that entry stripped again."""
     def fn(scores, temperature=1.0, top_k=None, top_p=None):
         column = np.append(np.asarray(scores, dtype=float), -np.inf)[:, None] / temperature
         return np.exp(tempered(column, len(column) - 1, top_k, top_p)[:-1, 0])
@@ -274,44 +274,44 @@ def _by_course(tempered):
 
 
 def _direct(scores, temperature=1.0, top_k=None, top_p=None):
-    from course import lm
-    return _by_course(lm._tempered)(scores, temperature, top_k, top_p)
+    from course import sampling
+    return _by_course(sampling._tempered)(scores, temperature, top_k, top_p)
 
 
 def _by_getattr(scores, temperature=1.0, top_k=None, top_p=None):
     import importlib
-    tempered = getattr(importlib.import_module("course.lm"), "_temp" + "ered")
+    tempered = getattr(importlib.import_module("course.sampling"), "_temp" + "ered")
     return _by_course(tempered)(scores, temperature, top_k, top_p)
 
 
 def _by_alias():
-    from course import lm
-    return _by_course(lm._tempered)          # taken when the answer cell ran, before the probe
+    from course import sampling
+    return _by_course(sampling._tempered)          # taken when the answer cell ran, before the probe
 
 
 def _by_code_copy():
     import types
-    from course import lm
-    return _by_course(types.FunctionType(lm._tempered.__code__, vars(lm), "mine"))
+    from course import sampling
+    return _by_course(types.FunctionType(sampling._tempered.__code__, vars(sampling), "mine"))
 
 
 def _by_lm_sample(scores, temperature=1.0, top_k=None, top_p=None):
-    """lm.sample asked first (here on a model of its own); its refusal caught, the own sampler after."""
-    from course import lm
+    """sampling.sample asked first (here on a model of its own); its refusal caught, the own sampler after."""
+    from course import lm, sampling
     from course.data import Vocab
     try:
-        lm.sample(lm.RNNLM(Vocab(["<unk>", "<s>", "</s>", "a"]), "srnn", 2, 2), n=1, temperature=temperature, top_k=top_k, top_p=top_p)
+        sampling.sample(lm.RNNLM(Vocab(["<unk>", "<s>", "</s>", "a"]), "srnn", 2, 2), n=1, temperature=temperature, top_k=top_k, top_p=top_p)
     except RuntimeError:
         pass
     return sampler(scores, temperature, top_k, top_p)
 
 
 def _restores_the_code():
-    from course import lm
-    saved = lm._tempered.__code__
+    from course import sampling
+    saved = sampling._tempered.__code__
 
     def restoring(scores, temperature=1.0, top_k=None, top_p=None):
-        lm._tempered.__code__ = saved
+        sampling._tempered.__code__ = saved
         return _direct(scores, temperature, top_k, top_p)
     return restoring
 
@@ -376,33 +376,33 @@ def _lazy_array():
 
 
 COURSE_ROUTES = {"direct": _direct, "getattr-importlib": _by_getattr, "alias": _by_alias(),
-                 "code-copy": _by_code_copy(), "lm.sample": _by_lm_sample, "restores-code": _restores_the_code(),
+                 "code-copy": _by_code_copy(), "sampling.sample": _by_lm_sample, "restores-code": _restores_the_code(),
                  "hook-removed-and-put-back": _hook_removed_and_put_back(), "raw-thread": _in_a_raw_thread(),
                  "forked-process": _in_a_forked_process(), "lazy-__array__": _lazy_array()}
 
 
 @pytest.mark.parametrize("name", sorted(COURSE_ROUTES))
 def test_the_course_sampler_by_any_route_fails_both_checks(name):
-    """The course ships its own sampler (course.lm._tempered, lm.sample): a function that reaches it,
+    """The course ships its own sampler (course.sampling._tempered, sampling.sample): a function that reaches it,
     by whatever route, fails both checks with the rule, though its numbers are right."""
     import sys
     import threading
     from autograder.probes import ch03_sampler as probe
     from autograder.reference.ch03_sampler import COURSE_SAMPLER, distribution
-    from course import lm
+    from course import sampling
     route = COURSE_ROUTES[name]
     for case in all_checks()[DISTRIBUTION].make_inputs()["cases"][:9]:       # right numbers outside the probe
         args = (case["scores"], case["temperature"], case["top_k"], case["top_p"])
         assert np.asarray(route(*args), dtype=float) == pytest.approx(distribution(*args), abs=1e-6), name
     found = sampler_problems(route)
     assert found == {DISTRIBUTION: [COURSE_SAMPLER], DRAWS: [COURSE_SAMPLER]}, found
-    assert "write the distribution yourself; course.lm's sampler cannot be used" in COURSE_SAMPLER
-    assert (lm._tempered.__code__, lm.sample.__code__) == probe.HELPER_CODE       # whole again afterwards
+    assert "write the distribution yourself; the course's sampler cannot be used" in COURSE_SAMPLER
+    assert (sampling._tempered.__code__, sampling.sample.__code__) == probe.HELPER_CODE       # whole again afterwards
     assert sys.getprofile() is None and threading.getprofile() is None
 
 
 def test_the_course_sampler_asked_only_inside_lm_sample_fails_the_draws():
-    """A function that is honest when called alone but asks the course when lm.sample calls it."""
+    """A function that is honest when called alone but asks the course when sampling.sample calls it."""
     import inspect
 
     def two_faced(scores, temperature=1.0, top_k=None, top_p=None):

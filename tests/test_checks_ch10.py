@@ -10,7 +10,7 @@ import pytest
 from autograder.probes import ch10_capstone as probes
 from autograder.reference import ch10_capstone as ch10
 from autograder.reference.grading import all_checks, run_check
-from course import lm, runtime
+from course import evaluation, lm, runtime
 from course.corpora import read_corpus
 from course.data import Vocab
 from tests.conftest import ROOT
@@ -41,7 +41,7 @@ def test_the_judge_scores_exactly_the_saved_model(train_vocab, tmp_path):
     ratio, found = ch10.heldout_ratio(numbers)
     sentences, floor = ch10.hidden_set()
     assert found == []
-    assert ratio == pytest.approx(lm.evaluate(model, sentences) / floor, rel=1e-6)
+    assert ratio == pytest.approx(evaluation.evaluate(model, sentences) / floor, rel=1e-6)
     # and an untrained model is far from every threshold, with its ratio in the message
     for name in ch10.TIERS:
         assert "x the floor" in " ".join(problems(name, tmp_path / "m"))

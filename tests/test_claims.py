@@ -47,7 +47,7 @@ CONSTANTS: dict[str, dict[str, str]] = {
     "03": {"95%": "the confidence level of bench/converge.md's and samples.md's intervals, a setting of those benches",
            "2,000": "bench/samples.py's sentences per row, a setting of that bench (samples.md states it)",
            "1.3": "one of bench/samples.py's temperatures, a setting of that bench (samples.md states it)"},
-    "04": {"64": "the number of sentences lm.gradient_profile averages over (its default n), a setting"},
+    "04": {"64": "the number of sentences evaluation.gradient_profile averages over (its default n), a setting"},
     "05": {"3.13": "a Python version, naming the platform where dyNET38 2.2 is the DyNet"},
     "06": {"128": "the tutorial's (section 6.5) usual range of minibatch sizes, 1 to 128 sentences",
            "50": "an illustration: a sentence of 5 and one of 50 words in one batch"},

@@ -99,7 +99,7 @@ def test_reset_state_starts_every_segment_from_zeros():
     (learning rate 0, so the model does not change between segments); carried, it is not."""
     import numpy as np
 
-    from course import lm, runtime, sources
+    from course import evaluation, lm, runtime, sources, training
     from course.corpora import read_corpus
     from course.data import Vocab
     from course.settings import Settings
@@ -114,9 +114,9 @@ def test_reset_state_starts_every_segment_from_zeros():
         dy.renew_cg()
         part = sources.segment(source.data, index * 4, index * 4 + 4)          # start None: zeros
         from_zeros.append(dy.sum_batches(model.batch_losses(part)[0]).value())
-    expected = lm.perplexity(sum(from_zeros), 6 * 4 * 3)
-    reset = lm.train(model, text, None, quiet.but(reset_state=True), progress=False, log=None)[0]["train_ppl"]
-    carried = lm.train(model, text, None, quiet, progress=False, log=None)[0]["train_ppl"]
+    expected = evaluation.perplexity(sum(from_zeros), 6 * 4 * 3)
+    reset = training.train(model, text, None, quiet.but(reset_state=True), progress=False, log=None)[0]["train_ppl"]
+    carried = training.train(model, text, None, quiet, progress=False, log=None)[0]["train_ppl"]
     # The same computation gives the same bits (reset == expected); a carried state moves the loss of
     # this small untrained model by 1.2e-4 to 5.1e-4 of it over seeds 1 to 7 (seed 5: 2.2e-4). Asking
     # for more than 1e-4, as this test once did, failed for the weights some test orders left.

@@ -15,7 +15,7 @@ import converge_ensemble
 import converge_inside
 import converge_tables
 
-from course import bench, lm
+from course import bench, evaluation, lm, training
 from course.agreement import agreement_accuracy, load_pairs
 from course.data import Vocab
 
@@ -49,10 +49,10 @@ def test_a_run_stops_evaluates_its_best_epoch_and_is_not_trained_twice(tiny, tmp
 
 
 def test_a_run_trains_through_the_engine_with_the_plateau_schedule(tiny, tmp_path, monkeypatch):
-    """converge has no loop of its own: course.lm.train with its settings and a Plateau schedule."""
+    """converge has no loop of its own: course.training.train with its settings and a Plateau schedule."""
     calls = []
-    train = lm.train
-    monkeypatch.setattr(lm, "train", lambda *a, **k: calls.append((a[3], k["schedule"])) or train(*a, **k))
+    train = training.train
+    monkeypatch.setattr(training, "train", lambda *a, **k: calls.append((a[3], k["schedule"])) or train(*a, **k))
     record = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
     settings, schedule = calls[0]
     assert len(calls) == 1 and (settings.embed, settings.batch_size, settings.epochs) == (8, 32, 3)
@@ -110,7 +110,7 @@ def test_stopping_rule():
 def test_pair_outcomes_count_as_course_agreement_does(tiny):
     pairs = [p for p in load_pairs() if p.distance >= 11][:120]
     model = lm.RNNLM(Vocab.build(converge.load_splits()["train"]), "lstm", 8, 8)
-    lm.train(model, tiny["train"], epochs=1, progress=False, log=None)
+    training.train(model, tiny["train"], epochs=1, progress=False, log=None)
     outcome = converge.pair_outcomes(model, pairs)
     score = {"1": 1.0, "0": 0.0, "=": 0.5}
     for task, result in agreement_accuracy(model, pairs).items():
@@ -233,7 +233,7 @@ def test_chapter_11s_attention_rows_train_resume_and_record_their_weights(tiny, 
         record = converge.run(name, 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
         model = converge_inside.load_best(name, 1, tiny, work=tmp_path)
         assert [type(layer).__name__ for layer in model.layers] == kinds
-        assert lm.evaluate(model, tiny["valid"]) == pytest.approx(record["final"]["valid_ppl"], rel=1e-6)
+        assert evaluation.evaluate(model, tiny["valid"]) == pytest.approx(record["final"]["valid_ppl"], rel=1e-6)
         unused = model.param_count() - record["params"]
         assert unused == (4 * 8 * (8 + 8 + 1) if name == "tiny-attn" else 0)     # the replaced LSTM's W_x, W_h, b per gate
         saved = np.load(converge_inside.record_attention(model, pairs[:2], pairs, tmp_path / f"{name}.npz"))
@@ -251,8 +251,8 @@ def test_train_fit_scores_the_best_epoch_on_the_training_split(tiny, tmp_path, m
     record = converge.run("tiny", 1, tiny, tmp_path, tmp_path, max_sentences=300, log=None)
     fit = converge_inside.train_fit("tiny", 1, tiny, work=tmp_path)
     model = converge_inside.load_best("tiny", 1, tiny, work=tmp_path)
-    assert lm.evaluate(model, tiny["valid"]) == pytest.approx(record["final"]["valid_ppl"], rel=1e-6)
-    assert fit["train_ppl"] == pytest.approx(lm.evaluate(model, tiny["train"]), rel=1e-6)
+    assert evaluation.evaluate(model, tiny["valid"]) == pytest.approx(record["final"]["valid_ppl"], rel=1e-6)
+    assert fit["train_ppl"] == pytest.approx(evaluation.evaluate(model, tiny["train"]), rel=1e-6)
     assert fit["train_ppl"] < record["final"]["valid_ppl"]          # 300 sentences, 3 epochs: it fits them better
     assert 20 < fit["train_floor"] < 23 and converge_inside.finished("tiny", 1, tmp_path)
 

@@ -1,4 +1,4 @@
-"""Generation: `python -m course sample` for every kind of run, `lm.sample`'s contract,
+"""Generation: `python -m course sample` for every kind of run, `sampling.sample`'s contract,
 and the grammar's judgement of generated sentences (`python -m course judge-samples`)."""
 import random
 
@@ -72,13 +72,13 @@ def test_judge_samples_on_the_command_line(runs, env):
 # ---------------------------------------------------------------- in the API
 
 def test_lm_sample_contract(tiny_corpus):
-    from course import lm
+    from course import lm, sampling
     from course.data import Vocab
     model = lm.RNNLM(Vocab.build(tiny_corpus), "lstm", 8, 8)
-    greedy = lm.sample(model, n=3, top_k=1, max_length=5)
+    greedy = sampling.sample(model, n=3, top_k=1, max_length=5)
     assert len({tuple(s.tokens) for s in greedy}) == 1 and all(s.logprob == 0.0 for s in greedy)
-    drawn = lm.sample(model, n=50, seed=2, max_length=6, prompt=["the"])
-    assert [s.tokens for s in drawn] == [s.tokens for s in lm.sample(model, n=50, seed=2, max_length=6, prompt=["the"])]
+    drawn = sampling.sample(model, n=50, seed=2, max_length=6, prompt=["the"])
+    assert [s.tokens for s in drawn] == [s.tokens for s in sampling.sample(model, n=50, seed=2, max_length=6, prompt=["the"])]
     assert all(s.tokens[0] == "the" and len(s.tokens) <= 6 and s.logprob < 0 for s in drawn)
     assert all("<s>" not in s.tokens for s in drawn)
     assert any(not s.finished for s in drawn) and any(s.finished for s in drawn)
@@ -86,36 +86,36 @@ def test_lm_sample_contract(tiny_corpus):
     bias = model.b_s.as_array()
     bias[model.vocab.bos] = -1e4
     model.b_s.set_value(bias)
-    drawn = lm.sample(model, n=50, seed=2, max_length=6, prompt=["the"])
+    drawn = sampling.sample(model, n=50, seed=2, max_length=6, prompt=["the"])
     done = [s for s in drawn if s.finished]
     scored = model.token_logprobs([s.tokens for s in done])
     assert [sum(lp[1:]) for lp in scored] == pytest.approx([s.logprob for s in done], abs=1e-4)
     with pytest.raises(ValueError, match="temperature must be a positive number"):
-        lm.sample(model, temperature=0)
+        sampling.sample(model, temperature=0)
 
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 def test_sample_starts_new_graphs_without_changing_a_draw(tiny_corpus, monkeypatch, cell):
     """sample() rebuilds its graph from the state's numbers every SAMPLE_GRAPH_STEPS steps (so
     memory does not grow with the sentence): the sentences and log-probabilities stay the same."""
-    from course import lm
+    from course import lm, sampling
     from course.data import Vocab
     model = lm.RNNLM(Vocab.build(tiny_corpus), cell, 8, 8, 2)
     drawn = {}
     for steps in (1, 3, 10_000):
-        monkeypatch.setattr(lm, "SAMPLE_GRAPH_STEPS", steps)
-        drawn[steps] = [(s.tokens, s.logprob) for s in lm.sample(model, n=40, seed=3, max_length=12, temperature=1.5)]
+        monkeypatch.setattr(sampling, "SAMPLE_GRAPH_STEPS", steps)
+        drawn[steps] = [(s.tokens, s.logprob) for s in sampling.sample(model, n=40, seed=3, max_length=12, temperature=1.5)]
     assert drawn[1] == drawn[3] == drawn[10_000]
     assert max(len(tokens) for tokens, _ in drawn[1]) > 3       # long enough to cross a new graph
 
 
 def test_the_grammar_judges_its_own_sentences_perfect_and_finds_lost_agreement():
-    from course import judge, lm
+    from course import judge, sampling
     from course.grammar import Grammar
     grammar = Grammar()
     rng = random.Random(5)
     own = [grammar.sample(rng) for _ in range(300)]
-    samples = [lm.Sample(list(d.words), d.logprob, True) for d in own]
+    samples = [sampling.Sample(list(d.words), d.logprob, True) for d in own]
     v = judge.judge(grammar, samples, reference=300, bootstrap=200)
     assert v["derivable_share"] == 1.0 and v["kl"][0] == pytest.approx(0.0, abs=1e-9)
     assert v["agreement"]["all"]["lost"] == 0 and v["agreement"]["all"]["kept"] > 300
@@ -127,7 +127,7 @@ def test_the_grammar_judges_its_own_sentences_perfect_and_finds_lost_agreement()
     a = next(a for a in grammar.agreements(d) if a.task == "number" and a.distance >= 6)
     wrong = list(d.words)
     wrong[a.target_index] = a.wrong
-    v = judge.judge(grammar, [lm.Sample(wrong, -1.0, True)], reference=10, bootstrap=10)
+    v = judge.judge(grammar, [sampling.Sample(wrong, -1.0, True)], reference=10, bootstrap=10)
     assert v["derivable"] == 0 and v["agreement"]["long"]["lost"] == 1
     assert v["agreement"]["number"]["lost"] == 1 and v["agreement"]["gender"]["lost"] == 0
     assert v["agreement"]["long number"]["lost"] == 1 and v["agreement"]["long gender"]["lost"] == 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from course import grammar as gm
-from course import paths
+from course import grammar_lexicon, grammar_rules, paths
 from autograder.make_heldout import HELDOUT as HIDDEN, NAME
 from course.corpus_files import MAX_PLAIN_BYTES, write_corpus, write_file
 from course.files import read_text
@@ -157,8 +157,8 @@ def test_selectional_preferences_of_eat_and_with(g):
 def test_two_derivations_raise_ambiguity_error():
     small = tiny_grammar()
     rule = small.rules["S"][0]
-    small.rules["S"].append(gm.Rule("S", ("X",), 0.0 + 1e-3))
-    small.rules["X"] = [gm.Rule("X", rule.rhs, 1.0)]
+    small.rules["S"].append(grammar_rules.Rule("S", ("X",), 0.0 + 1e-3))
+    small.rules["X"] = [grammar_rules.Rule("X", rule.rhs, 1.0)]
     small._build_parser_tables()
     # any sentence whose derivation starts with `rule` now has a second derivation via X
     rng = random.Random(2)
@@ -172,16 +172,16 @@ def test_two_derivations_raise_ambiguity_error():
 
 
 def test_a_word_in_two_categories_is_rejected():
-    nouns = dict(gm.NOUNS, tool=gm.NOUNS["tool"] + " saw")  # "saw" is also the past of "see"
+    nouns = dict(grammar_lexicon.NOUNS, tool=grammar_lexicon.NOUNS["tool"] + " saw")  # "saw" is also the past of "see"
     with pytest.raises(ValueError, match="saw"):
-        gm.Lexicon(nouns=nouns)
+        grammar_lexicon.Lexicon(nouns=nouns)
 
 
 def test_morphology():
-    assert [gm.plural(w) for w in ("box", "cherry", "key", "cake", "bush")] == \
+    assert [grammar_lexicon.plural(w) for w in ("box", "cherry", "key", "cake", "bush")] == \
         ["boxes", "cherries", "keys", "cakes", "bushes"]
-    assert gm.verb_forms("cry") == {"base": "cry", "3sg": "cries", "past": "cried"}
-    assert gm.verb_forms("eat/ate") == {"base": "eat", "3sg": "eats", "past": "ate"}
+    assert grammar_lexicon.verb_forms("cry") == {"base": "cry", "3sg": "cries", "past": "cried"}
+    assert grammar_lexicon.verb_forms("eat/ate") == {"base": "eat", "3sg": "eats", "past": "ate"}
     assert gm.spell("he ate a apple and a pear".split()) == "he ate an apple and a pear".split()
     assert gm.unspell("he ate a apple".split()) is None
 

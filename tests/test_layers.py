@@ -8,7 +8,7 @@ layer, and the sampler that reads the whole prefix again draws what the stepwise
 import numpy as np
 import pytest
 
-from course import lm, runtime
+from course import evaluation, lm, runtime, sampling, training
 from course.cell import Cell
 from course.data import Vocab
 from course.layers import CausalAttention
@@ -100,8 +100,8 @@ def test_a_sequence_layer_trains_evaluates_and_ignores_padding():
     runtime.init(seed=3)
     model = attention_model()
     assert not model.stepwise()
-    before = lm.evaluate(model, SENTENCES[:12])
-    rows = lm.train(model, SENTENCES, SENTENCES[:12], epochs=4, batch_size=8, lr=0.01, progress=False, log=None)
+    before = evaluation.evaluate(model, SENTENCES[:12])
+    rows = training.train(model, SENTENCES, SENTENCES[:12], epochs=4, batch_size=8, lr=0.01, progress=False, log=None)
     assert rows[-1]["valid_ppl"] < 0.6 * before
     short, longer = SENTENCES[1], SENTENCES[2]                 # "a dog ran", padded beside 6 words
     alone = model.token_logprobs([short], batch_size=1)[0]
@@ -115,24 +115,24 @@ def test_a_sequence_layer_trains_in_a_stream_carries_nothing_and_resumes():
     asked, saved = iter(range(1000)), []
     options = dict(epochs=1, batch_size=4, bptt=5, stream=True, lr=0.01, progress=False, log=None,
                    on_save=lambda state, improved: saved.append(state))
-    lm.train(model, SENTENCES, None, stop=lambda: next(asked) == 3, **options)
+    training.train(model, SENTENCES, None, stop=lambda: next(asked) == 3, **options)
     state = saved[-1]
     assert state.batch == 3
     assert len(state.carried[0]) == 2 and state.carried[1] == []   # the LSTM's (h, c); attention: nothing
-    rows = lm.train(model, SENTENCES, SENTENCES[:12], resume=state, **options)
+    rows = training.train(model, SENTENCES, SENTENCES[:12], resume=state, **options)
     assert [r["epoch"] for r in rows] == [1] and np.isfinite(rows[0]["valid_ppl"])
 
 
 def test_sampling_reads_the_prefix_again_where_a_layer_has_no_step():
     runtime.init(seed=6)
     model = lm.RNNLM(VOCAB, "gru", 8, 8, 2)
-    lm.train(model, SENTENCES, None, epochs=2, batch_size=8, lr=0.01, progress=False, log=None)
-    stepwise = lm.sample(model, 5, seed=9, prompt=["the"], max_length=12)
+    training.train(model, SENTENCES, None, epochs=2, batch_size=8, lr=0.01, progress=False, log=None)
+    stepwise = sampling.sample(model, 5, seed=9, prompt=["the"], max_length=12)
     model.stepwise = lambda: False
-    again = lm.sample(model, 5, seed=9, prompt=["the"], max_length=12)
+    again = sampling.sample(model, 5, seed=9, prompt=["the"], max_length=12)
     assert [s.tokens for s in again] == [s.tokens for s in stepwise]
     np.testing.assert_allclose([s.logprob for s in again], [s.logprob for s in stepwise], rtol=1e-6)
-    drawn = lm.sample(attention_model(), 4, seed=1, max_length=8)
+    drawn = sampling.sample(attention_model(), 4, seed=1, max_length=8)
     assert len(drawn) == 4 and all(len(s.tokens) <= 8 for s in drawn)
 
 
@@ -144,7 +144,7 @@ def test_a_model_with_a_layer_of_ones_own_is_refused_where_it_cannot_work(tmp_pa
     model = lm.RNNLM(VOCAB, SRNN, 12, 12, 1, "lateral")
     model.layers.append(CausalAttention(model.pc, 12, 12))
     with pytest.raises(ValueError, match="lateral"):
-        lm.evaluate(model, SENTENCES[:2])
+        evaluation.evaluate(model, SENTENCES[:2])
 
 
 def test_attention_with_heads_and_positions_is_the_formula_and_records_its_weights():

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from course import evaluation, lm, runtime
+from course import cell_files, evaluation, lm, runtime, training
 from course.data import Vocab, encode, make_batch
 
 dy = runtime.dynet()
@@ -41,17 +41,17 @@ def test_uniform_model_perplexity_is_the_vocabulary_size(tiny_corpus):
     v = Vocab.build(tiny_corpus)
     model = lm.RNNLM(v, "lstm", embed=8, hidden=8)
     model.W_hs.set_value(np.zeros((len(v), 8)))
-    assert lm.evaluate(model, tiny_corpus) == pytest.approx(len(v), rel=1e-5)
+    assert evaluation.evaluate(model, tiny_corpus) == pytest.approx(len(v), rel=1e-5)
 
 
 def test_checkpoint_reloads_to_the_same_perplexity(tiny_corpus, tmp_path):
     v = Vocab.build(tiny_corpus)
     model = lm.RNNLM(v, "gru", embed=8, hidden=12, layers=2, residual=None)
-    lm.train(model, tiny_corpus, epochs=1, batch_size=8, progress=False, log=None)
+    training.train(model, tiny_corpus, epochs=1, batch_size=8, progress=False, log=None)
     model.save(tmp_path / "ckpt")
     again = lm.RNNLM.load(tmp_path / "ckpt")
     assert json.loads((tmp_path / "ckpt" / "config.json").read_text())["cell"] == "gru"
-    assert lm.evaluate(again, tiny_corpus) == pytest.approx(lm.evaluate(model, tiny_corpus), rel=1e-6)
+    assert evaluation.evaluate(again, tiny_corpus) == pytest.approx(evaluation.evaluate(model, tiny_corpus), rel=1e-6)
 
 
 def test_loading_a_directory_that_is_not_a_checkpoint_says_so(tmp_path):
@@ -64,9 +64,9 @@ def test_a_small_lstm_overfits_a_tiny_corpus(tiny_corpus):
     sentences = tiny_corpus[:12]
     v = Vocab.build(sentences)
     model = lm.RNNLM(v, "lstm", embed=16, hidden=32)
-    before = lm.evaluate(model, sentences)
-    history = lm.train(model, sentences, epochs=80, batch_size=4, lr=0.02, progress=False, log=None)
-    after = lm.evaluate(model, sentences)
+    before = evaluation.evaluate(model, sentences)
+    history = training.train(model, sentences, epochs=80, batch_size=4, lr=0.02, progress=False, log=None)
+    after = evaluation.evaluate(model, sentences)
     assert before > 0.8 * len(v)                 # starts near uniform
     # learns the 12 sentences by heart: what is left is mostly the choice of the
     # first word (12 sentences share the context <s>)
@@ -78,8 +78,8 @@ def test_same_seed_same_training_run(tiny_corpus):
     def run():
         runtime.init(seed=5)
         model = lm.RNNLM(Vocab.build(tiny_corpus), "lstm", embed=8, hidden=8)
-        lm.train(model, tiny_corpus, epochs=2, batch_size=8, progress=False, log=None)
-        return lm.evaluate(model, tiny_corpus)
+        training.train(model, tiny_corpus, epochs=2, batch_size=8, progress=False, log=None)
+        return evaluation.evaluate(model, tiny_corpus)
     first, second = run(), run()
     if runtime.config["gpu"]:
         # DyNet's CUDA kernels add some gradients with atomic additions, whose order varies from run
@@ -93,14 +93,14 @@ def test_learning_rate_halves_when_held_out_perplexity_stops_improving(tiny_corp
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=4, hidden=4)
     held_out = iter([10.0, 12.0, 9.0, 9.5])       # better, worse, best, worse
     monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: next(held_out))
-    history = lm.train(model, tiny_corpus, tiny_corpus[:5], epochs=4, optimizer="sgd", lr=0.8,
+    history = training.train(model, tiny_corpus, tiny_corpus[:5], epochs=4, optimizer="sgd", lr=0.8,
                        progress=False, log=None)
     assert [round(r["lr"], 4) for r in history] == [0.8, 0.8, 0.4, 0.4]
 
 
 def test_fixed_schedule_halves_after_the_given_epoch(tiny_corpus):
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=4, hidden=4)
-    history = lm.train(model, tiny_corpus, epochs=4, optimizer="sgd", lr=0.8, decay_after=2,
+    history = training.train(model, tiny_corpus, epochs=4, optimizer="sgd", lr=0.8, decay_after=2,
                        progress=False, log=None)
     assert [round(r["lr"], 4) for r in history] == [0.8, 0.8, 0.4, 0.2]
 
@@ -110,9 +110,9 @@ def test_residual_needs_matching_sizes_and_lateral_needs_a_cell(tiny_corpus):
     with pytest.raises(ValueError, match="embed .* must equal hidden"):
         lm.RNNLM(v, "lstm", embed=8, hidden=16, residual="vertical")
     model = lm.RNNLM(v, "lstm", embed=8, hidden=8, layers=2, residual="vertical")
-    assert math.isfinite(lm.evaluate(model, tiny_corpus[:5]))
+    assert math.isfinite(evaluation.evaluate(model, tiny_corpus[:5]))
     with pytest.raises(ValueError, match="lateral residual"):
-        lm.evaluate(lm.RNNLM(v, "lstm", embed=8, hidden=8, residual="lateral"), tiny_corpus[:5])
+        evaluation.evaluate(lm.RNNLM(v, "lstm", embed=8, hidden=8, residual="lateral"), tiny_corpus[:5])
 
 
 def test_unknown_cell_and_optimizer_are_refused(tiny_corpus):
@@ -120,7 +120,7 @@ def test_unknown_cell_and_optimizer_are_refused(tiny_corpus):
     with pytest.raises(ValueError, match="unknown builder"):
         lm.RNNLM(v, "transformer")
     with pytest.raises(ValueError, match="optimizer must be one of"):
-        lm.train(lm.RNNLM(v, "srnn", embed=4, hidden=4), tiny_corpus, optimizer="rmsprop")
+        training.train(lm.RNNLM(v, "srnn", embed=4, hidden=4), tiny_corpus, optimizer="rmsprop")
 
 
 def test_training_updates_every_parameter_of_a_hand_written_cell(tiny_corpus):
@@ -128,30 +128,30 @@ def test_training_updates_every_parameter_of_a_hand_written_cell(tiny_corpus):
     from autograder.reference.cells import make_cell
     model = lm.RNNLM(Vocab.build(tiny_corpus), make_cell("gru"), embed=6, hidden=5)
     before = {p.name(): p.as_array().copy() for p in model.pc.parameters_list()}
-    lm.train(model, tiny_corpus[:8], epochs=1, batch_size=4, progress=False, log=None)
+    training.train(model, tiny_corpus[:8], epochs=1, batch_size=4, progress=False, log=None)
     unchanged = [p.name() for p in model.pc.parameters_list()
                  if np.array_equal(p.as_array(), before[p.name()])]
     assert not unchanged, f"parameters never updated: {unchanged}"
 
 
 def test_cells_by_name_are_builders_or_files_never_the_graded_reference(tmp_path):
-    assert lm.resolve_cell("lstm") == "lstm"
+    assert cell_files.resolve_cell("lstm") == "lstm"
     for name in ("hand-lstm", "ran-tanh", "lstm-typo"):
         with pytest.raises(ValueError, match="unknown cell .*file.py:lstm_step"):
-            lm.resolve_cell(name)
+            cell_files.resolve_cell(name)
     source = (tmp_path / "cells.py")
     source.write_text(CELLS)
-    one, two = lm.resolve_cell(f"{source}:elman_step"), lm.resolve_cell(f"{source}:pair_step")
+    one, two = cell_files.resolve_cell(f"{source}:elman_step"), cell_files.resolve_cell(f"{source}:pair_step")
     assert (one.n_state, two.n_state) == (1, 2)          # found by running one step
     assert two.init("b_keep", (3,)) == [1.0] * 3 and two.init("W_x", (3, 2)) is None   # pair_init
-    assert one.name == "cells.py:elman_step" and lm.resolve_cell(f"{source}:ran_identity_step").n_state == 1
+    assert one.name == "cells.py:elman_step" and cell_files.resolve_cell(f"{source}:ran_identity_step").n_state == 1
     for spec, says in [(f"{source}:missing_step", "defines no function missing_step"),
                        (f"{source}:lonely_step", "defines no lonely_shapes"),
                        (f"{source}:broken_step", r"not return a state .*ZeroDivisionError.*line \d+ of cells.py"),
                        (f"{source}:elman", "name a step function"),
                        (f"{tmp_path}/none.py:a_step", "there is no file")]:
         with pytest.raises(ValueError, match=says):
-            lm.resolve_cell(spec)
+            cell_files.resolve_cell(spec)
 
 
 CELLS = '''
@@ -220,11 +220,11 @@ def test_gradient_profile_vanishes_with_small_recurrent_weights(tiny_corpus):
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=8, hidden=8)
     W_xh, W_hh, b = model.layers[0].builder.get_parameters()[0]
     W_hh.set_value(0.1 * np.eye(8))
-    profile = lm.gradient_profile(model, long, K=10, n=16)
+    profile = evaluation.gradient_profile(model, long, K=10, n=16)
     assert profile.shape == (10,) and np.all(profile > 0)
     assert profile[-1] < 1e-4 * profile[0]          # ten steps back, almost nothing arrives
     with pytest.raises(ValueError, match="lower K"):
-        lm.gradient_profile(model, tiny_corpus, K=500)
+        evaluation.gradient_profile(model, tiny_corpus, K=500)
 
 
 def test_builder_lstm_forget_bias_is_a_setting_and_survives_a_checkpoint(tiny_corpus, tmp_path):
@@ -233,10 +233,10 @@ def test_builder_lstm_forget_bias_is_a_setting_and_survives_a_checkpoint(tiny_co
     one = lm.RNNLM(v, "lstm", embed=6, hidden=6)
     runtime.init(seed=3)
     zero = lm.RNNLM(v, "lstm", embed=6, hidden=6, extra={"forget_bias": 0.0})
-    assert lm.evaluate(one, tiny_corpus[:5]) != lm.evaluate(zero, tiny_corpus[:5])
+    assert evaluation.evaluate(one, tiny_corpus[:5]) != evaluation.evaluate(zero, tiny_corpus[:5])
     zero.save(tmp_path / "z")
-    assert lm.evaluate(lm.RNNLM.load(tmp_path / "z"), tiny_corpus[:5]) == \
-        pytest.approx(lm.evaluate(zero, tiny_corpus[:5]))
+    assert evaluation.evaluate(lm.RNNLM.load(tmp_path / "z"), tiny_corpus[:5]) == \
+        pytest.approx(evaluation.evaluate(zero, tiny_corpus[:5]))
 
 
 @pytest.mark.parametrize("cell, dropout", [("lstm", 0.0), ("gru", 0.4)])
@@ -280,16 +280,16 @@ def test_a_stopped_run_continues_exactly(tiny_corpus):
         runtime.init(seed=4)
         return lm.RNNLM(Vocab.build(tiny_corpus), "lstm", embed=6, hidden=6)
     whole = fresh()
-    rows = lm.train(whole, tiny_corpus, tiny_corpus[:10], **settings)
+    rows = training.train(whole, tiny_corpus, tiny_corpus[:10], **settings)
 
     stopped, saved = fresh(), []
     calls = iter(range(10_000))
-    lm.train(stopped, tiny_corpus, tiny_corpus[:10], stop=lambda: next(calls) == 21,
+    training.train(stopped, tiny_corpus, tiny_corpus[:10], stop=lambda: next(calls) == 21,
              on_save=lambda state, improved: saved.append(state), **settings)
     state = saved[-1]
     assert state.epoch == 2 and 0 < state.batch < 15       # stopped in the middle of epoch 2
     runtime.init(seed=99)                            # another process's random state
-    again = lm.train(stopped, tiny_corpus, tiny_corpus[:10], resume=state, **settings)
+    again = training.train(stopped, tiny_corpus, tiny_corpus[:10], resume=state, **settings)
     assert [{k: r[k] for k in ("train_ppl", "valid_ppl", "lr")} for r in again] == \
         [{k: r[k] for k in ("train_ppl", "valid_ppl", "lr")} for r in rows]
     for a, b in zip(whole.pc.parameters_list(), stopped.pc.parameters_list()):
@@ -299,9 +299,9 @@ def test_a_stopped_run_continues_exactly(tiny_corpus):
 def test_a_diverging_loss_stops_training_with_a_clear_error(tiny_corpus):
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", embed=4, hidden=4)
     model.W_hs.set_value(np.full((len(model.vocab), 4), np.nan))
-    with pytest.raises(lm.TrainingDiverged, match="lower the learning rate"):
-        lm.train(model, tiny_corpus, epochs=1, progress=False, log=None)
-    assert lm.perplexity(1e6, 1) == math.inf          # an overflow is infinite, not an error
+    with pytest.raises(training.TrainingDiverged, match="lower the learning rate"):
+        training.train(model, tiny_corpus, epochs=1, progress=False, log=None)
+    assert evaluation.perplexity(1e6, 1) == math.inf          # an overflow is infinite, not an error
 
 
 @pytest.mark.parametrize("keep", [0.99, 0.6])
@@ -310,7 +310,7 @@ def test_a_damaged_checkpoint_is_refused_naming_the_file(tiny_corpus, tmp_path, 
     record = model.save(tmp_path / "m", {"corpus": "tiny"})
     assert record["corpus"] == "tiny" and len(record["params_sha256"]) == 64
     again = lm.RNNLM.load(tmp_path / "m")
-    assert lm.evaluate(again, tiny_corpus) == pytest.approx(lm.evaluate(model, tiny_corpus))
+    assert evaluation.evaluate(again, tiny_corpus) == pytest.approx(evaluation.evaluate(model, tiny_corpus))
     params = tmp_path / "m" / "params.dy"
     params.write_bytes(params.read_bytes()[:int(params.stat().st_size * keep)])
     with pytest.raises(lm.CheckpointError, match=f"{params}.*does not match the checksum"):

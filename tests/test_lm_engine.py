@@ -1,11 +1,12 @@
 """The one training engine: settings, schedules, and the stream source (state carried
 from segment to segment, resumed exactly, chunked softmax the same)."""
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from course import evaluation, lm, runtime, schedules, sources
+from course import evaluation, lm, runtime, schedules, sources, training
 from course.data import Vocab
 from course.settings import DEFAULTS, Settings
 
@@ -41,7 +42,7 @@ def test_train_stops_when_its_schedule_says_so(tiny_corpus, monkeypatch):
     held_out = iter([10.0, 10.5, 9.0, 9.5, 1.0])
     monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: next(held_out))
     epochs = []
-    history = lm.train(model, tiny_corpus, tiny_corpus[:5], epochs=5, progress=False, log=None,
+    history = training.train(model, tiny_corpus, tiny_corpus[:5], epochs=5, progress=False, log=None,
                        schedule=schedules.Plateau(patience=2), on_epoch=lambda row, state: epochs.append(state.epoch))
     assert [r["improved"] for r in history] == [True, False, True, False]
     assert epochs == [2, 3, 4, 5]          # on_epoch sees the state after each epoch
@@ -117,17 +118,17 @@ def test_a_stopped_stream_run_continues_exactly(tiny_corpus):
         runtime.init(seed=4)
         return lm.RNNLM(Vocab.build(tiny_corpus), "lstm", embed=6, hidden=6)
     whole = fresh()
-    rows = lm.train(whole, tiny_corpus, tiny_corpus[:10], settings, progress=False, log=None, resumable=True)
+    rows = training.train(whole, tiny_corpus, tiny_corpus[:10], settings, progress=False, log=None, resumable=True)
     assert len(sources.Stream(tiny_corpus, whole.vocab, 3, 4)) > 20
 
     stopped, saved = fresh(), []
     calls = iter(range(10_000))
-    lm.train(stopped, tiny_corpus, tiny_corpus[:10], settings, progress=False, log=None, resumable=True,
+    training.train(stopped, tiny_corpus, tiny_corpus[:10], settings, progress=False, log=None, resumable=True,
              stop=lambda: next(calls) == 30, on_save=lambda state, improved: saved.append(state))
-    state = lm.TrainState(**json.loads(json.dumps(lm.asdict(saved[-1]))))
+    state = training.TrainState(**json.loads(json.dumps(dataclasses.asdict(saved[-1]))))
     assert state.epoch == 2 and state.batch > 0 and state.carried is not None
     runtime.init(seed=99)
-    again = lm.train(stopped, tiny_corpus, tiny_corpus[:10], settings, progress=False, log=None, resumable=True,
+    again = training.train(stopped, tiny_corpus, tiny_corpus[:10], settings, progress=False, log=None, resumable=True,
                      resume=state)
     keys = ("train_ppl", "valid_ppl", "lr")
     assert [{k: r[k] for k in keys} for r in again] == [{k: r[k] for k in keys} for r in rows]

@@ -25,7 +25,7 @@ from penn.tables import common_epochs, tables
 from penn.training import (diverged, failed_in_training, learning_rate, load_records, schedule, settings,
                            train_model)
 
-from course import evaluation, lm, runtime, sources
+from course import evaluation, lm, runtime, sources, training
 
 dy = runtime.dynet()
 TINY = {**SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
@@ -71,7 +71,7 @@ def test_stream_columns_and_segments_follow_zarembas_reader(corpus):
 def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
     """``python -m course train --stream`` with Zaremba's small settings gives the PTB bench's
     training perplexity over the first 30 segments of its first epoch, to the last digit:
-    one engine (course.lm.train, course.sources.Stream) under both. The whole first epoch, with
+    one engine (course.training.train, course.sources.Stream) under both. The whole first epoch, with
     valid and test: bench/stream_cli.py (bench/results/stream_cli.md)."""
     import os
     import subprocess
@@ -83,7 +83,7 @@ def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
     segments, c = 30, SMALL
     vocab, splits = load_corpus(source)
     model = build_model("lstm", vocab, c)
-    bench_row = lm.train(model, splits["train"], None, settings(c, 1, max_batches=segments),
+    bench_row = training.train(model, splits["train"], None, settings(c, 1, max_batches=segments),
                          schedule=schedule(c), progress=False, log=None, resumable=True)[0]   # as train_model
     (tmp_path / "hand_lstm.py").write_text(stream_cli.HAND_LSTM)
     args = stream_cli.command_line_args(source, segments)
@@ -169,10 +169,10 @@ def test_learning_rate_schedule_is_zarembas(tiny_corpus):
     expected = [1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
                 0.001953125]
     assert [learning_rate(e) for e in range(1, 14)] == expected
-    # the same schedule as course.lm.train's decay_after (the course's own trainer)
+    # the same schedule as course.training.train's decay_after (the course's own trainer)
     from course.data import Vocab
     model = lm.RNNLM(Vocab.build(tiny_corpus), "srnn", 4, 4)
-    history = lm.train(model, tiny_corpus, tiny_corpus[:5], epochs=6, batch_size=16, optimizer="sgd",
+    history = training.train(model, tiny_corpus, tiny_corpus[:5], epochs=6, batch_size=16, optimizer="sgd",
                        lr=1.0, lr_decay=0.5, decay_after=4, progress=False, log=None)
     assert [row["lr"] for row in history] == [learning_rate(e) for e in range(1, 7)]
     # a run that changes the budget changes only what it says it changes
@@ -216,8 +216,8 @@ def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkey
     assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e1.dy"]
 
     calls = []
-    real_train = lm.train
-    monkeypatch.setattr(lm, "train", lambda *a, **k: calls.append(k["resume"].epoch) or real_train(*a, **k))
+    real_train = training.train
+    monkeypatch.setattr(training, "train", lambda *a, **k: calls.append(k["resume"].epoch) or real_train(*a, **k))
     resumed = train_model("lstm", vocab, splits, 3, config, **where)
     assert calls == [2]                                   # epochs 2 and 3 only, through the engine
     assert resumed["epochs"][0] == saved["epochs"][0]
@@ -443,7 +443,7 @@ def test_the_shared_budget_counts_each_cell_by_its_longest_run():
 def test_a_diverged_run_is_recorded_and_not_continued(corpus, tmp_path, monkeypatch):
     vocab, splits = corpus
     calls = []
-    real_build, real_train = build_model, lm.train
+    real_build, real_train = build_model, training.train
 
     def poisoned(*a, **k):                # a model whose loss is NaN from its first segment on
         model = real_build(*a, **k)
@@ -451,7 +451,7 @@ def test_a_diverged_run_is_recorded_and_not_continued(corpus, tmp_path, monkeypa
         calls.append(model.W_hs.as_array().copy())
         return model
     monkeypatch.setattr("penn.training.build_model", poisoned)
-    monkeypatch.setattr(lm, "train", lambda model, *a, **k: calls.append(model) or real_train(model, *a, **k))
+    monkeypatch.setattr(training, "train", lambda model, *a, **k: calls.append(model) or real_train(model, *a, **k))
     where = {"runs": tmp_path / "results", "work": tmp_path / "work", "log": lambda line: None}
     record = train_model("lstm", vocab, splits, 3, TINY, **where)
     before, model = calls

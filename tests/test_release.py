@@ -24,19 +24,22 @@ def text_files(root):
 
 
 def test_release_has_what_students_need(release):
-    for item in ["exercises", "lectures", "course/lm.py", "data/course/valid.txt", "pyproject.toml", "README.md",
+    for item in ["exercises", "lectures", "data/course/valid.txt", "pyproject.toml", "README.md",
                  "environment.yml", "bench/results/converge.json", "bench/results/capstone_budget.json",
                  "bench/results/converge/lstm-s1-weights.npz", "bench/results/converge/arrows.json"]:
         assert (release / item).exists(), item
     assert sorted(p.name for p in (release / "exercises").glob("*.ipynb")) == \
         sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
+    # every module of the course package, however it is split (model, training, sampling, grammar ...)
+    assert sorted(p.name for p in (release / "course").glob("*.py")) == \
+        sorted(p.name for p in (ROOT / "course").glob("*.py"))
 
 
 def test_release_has_no_solutions_hidden_tests_or_reference(release):
     assert not (release / "solutions").exists() and not (release / "autograder").exists()
     for path, text in text_files(release):
         markers = ["BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "grading import check"]
-        if path.suffix == ".ipynb":          # (course/lm.py names the reference only to explain its absence)
+        if path.suffix == ".ipynb":          # (course/cell.py names the reference only to explain its absence)
             markers += ["autograder.reference", "autograder/reference"]
         for marker in markers:
             assert marker not in text, f"{path.relative_to(release)} contains {marker!r}"

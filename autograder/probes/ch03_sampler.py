@@ -12,25 +12,25 @@ import warnings
 import numpy as np
 
 from autograder.probes import run_refusing
-from course import lm
+from course import lm, sampling
 
 # "Write the distribution yourself", judged by what runs (autograder.probes.run_refusing): while the
 # student's function runs, the course's sampler refuses to work, by any route. Everything in
-# `course` that computes a tempered, top-k or top-p distribution goes through lm._tempered: lm.sample
-# calls it, and the command line's `sample` and `judge-samples` (course/__main__.py) call lm.sample;
-# course.judge only reads what lm.sample drew. lm.sample is refused too, so that the plain call meets
-# the refusal at once. Their code objects are taken here, when the sandbox loads the probes.
-HELPERS = (lm._tempered, lm.sample)
+# `course` that computes a tempered, top-k or top-p distribution goes through sampling._tempered:
+# sampling.sample calls it, and the command line's `sample` and `judge-samples` (course/__main__.py) call
+# sampling.sample; course.judge only reads what sampling.sample drew. sampling.sample is refused too, so
+# that the plain call meets the refusal at once. Their code objects are taken here, when the sandbox loads the probes.
+HELPERS = (sampling._tempered, sampling.sample)
 HELPER_CODE = tuple(f.__code__ for f in HELPERS)
 
 
 def _refused(*args, **kwargs):
-    raise RuntimeError("course.lm's sampler cannot be used in next_token_distribution: "
+    raise RuntimeError("the course's sampler (course.sampling) cannot be used in next_token_distribution: "
                        "write the distribution yourself")
 
 
 class _Reached(Exception):
-    """Stops lm.sample in :func:`draws` once the student's function reached the course's sampler."""
+    """Stops sampling.sample in :func:`draws` once the student's function reached the course's sampler."""
 
 
 def _own_distribution(fn, scores, temperature, top_k, top_p):
@@ -75,7 +75,7 @@ def fixed_model(inputs: dict):
 
 
 def draws(functions: dict, inputs: dict) -> dict:
-    """Sentences that ``lm.sample`` draws from the fixed model with the student's distribution,
+    """Sentences that ``sampling.sample`` draws from the fixed model with the student's distribution,
     for each setting: token ids (-1 after the end) and log-probabilities; or, when the student's
     function reached the course's sampler by any route, only ``calls_course_sampler``."""
     fn = functions["next_token_distribution"]
@@ -88,12 +88,12 @@ def draws(functions: dict, inputs: dict) -> dict:
                 raise _Reached
             return probs
         try:
-            drawn = _quietly(lambda: lm.sample(model, n=inputs["n"], seed=inputs["seed"] + k,
+            drawn = _quietly(lambda: sampling.sample(model, n=inputs["n"], seed=inputs["seed"] + k,
                                                max_length=inputs["max_length"], distribution=distribution))
         except _Reached:
             return {"calls_course_sampler": 1.0}
         except ValueError as e:
-            if "distribution must return" not in str(e):     # lm.sample's refusal; the rest is the student's
+            if "distribution must return" not in str(e):     # sampling.sample's refusal; the rest is the student's
                 raise
             out[str(k)] = {"refused": 1.0}
             continue

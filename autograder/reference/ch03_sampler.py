@@ -17,11 +17,11 @@ decreasing order), so the kept set is always exactly defined. Two checks:
   to 300 tokens, scores that hold ``-inf``, temperatures from 0.001 (the exponentials of a
   naive softmax overflow) to 2, top_k = 1 and larger than the vocabulary, top_p = 1 and one
   that the most probable token alone crosses, ties at the cut;
-* ``ch03.sampler_draws``: sentences drawn by ``lm.sample`` from a fixed small model with
+* ``ch03.sampler_draws``: sentences drawn by ``sampling.sample`` from a fixed small model with
   the student's distribution and a seed must be those the reference's distribution gives.
 
 The judge names the usual slips (:data:`HINTS`) by computing them too. A function that reaches
-the course's own sampler (``course.lm._tempered`` or ``lm.sample``, by any route: see
+the course's own sampler (``course.sampling._tempered`` or ``sampling.sample``, by any route: see
 :mod:`autograder.probes.ch03_sampler`) fails both checks with :data:`COURSE_SAMPLER`.
 """
 from __future__ import annotations
@@ -35,8 +35,8 @@ SEED = 20261127
 ATOL = 1e-6            # probabilities: max abs difference (any order of sums; float32 arithmetic passes too)
 LECTURE = ("03_lstm", "8 · Your own sampler: temperature, top-k and nucleus")
 VISIBLE = "next_token_distribution_tests"
-COURSE_SAMPLER = ("next_token_distribution reaches course.lm's own sampler (lm._tempered or lm.sample, "
-                  "by whatever name): write the distribution yourself; course.lm's sampler cannot be used")
+COURSE_SAMPLER = ("next_token_distribution reaches the course's own sampler (course.sampling's _tempered or "
+                  "sample, by whatever name): write the distribution yourself; the course's sampler cannot be used")
 
 
 def distribution(scores, temperature=1.0, top_k=None, top_p=None, *, after_softmax=False, k_shift=0,
@@ -223,11 +223,11 @@ def draws_inputs(seed: int = SEED + 1) -> dict:
 
 
 def reference_draws(inputs: dict) -> dict:
-    from course import lm
+    from course import sampling
     model = fixed_model(inputs)
     out = {}
     for k, (temperature, top_k, top_p) in enumerate(inputs["settings"]):
-        drawn = lm.sample(model, n=inputs["n"], seed=inputs["seed"] + k, max_length=inputs["max_length"],
+        drawn = sampling.sample(model, n=inputs["n"], seed=inputs["seed"] + k, max_length=inputs["max_length"],
                           distribution=lambda s, t=temperature, kk=top_k, p=top_p: distribution(s, t, kk, p))
         out[str(k)] = ([[model.vocab.index(t) for t in s.tokens] for s in drawn], [s.logprob for s in drawn])
     return out
@@ -241,18 +241,18 @@ def judge_draws(numbers: dict, inputs: dict) -> list[str]:
         got = numbers["draws"][str(k)]
         setting = f"temperature {temperature:g}, top_k {top_k}, top_p {top_p}"
         if float(got["refused"]):
-            return [f"lm.sample refused what your function returned ({setting}): not the probabilities of "
+            return [f"sampling.sample refused what your function returned ({setting}): not the probabilities of "
                     "every token (one per token, finite, not negative, summing to 1)"]
         ids, logprobs = np.asarray(got["ids"]), np.asarray(got["logprobs"], dtype=float)
         right_ids, right_logprobs = want[str(k)]
         same = ids.shape[0] == len(right_ids) and all(
             [int(i) for i in row if i >= 0] == r for row, r in zip(ids, right_ids))
         if not same:
-            return [f"lm.sample with your distribution ({setting}, a fixed small model, a fixed seed) draws "
+            return [f"sampling.sample with your distribution ({setting}, a fixed small model, a fixed seed) draws "
                     "other sentences than the reference: the probabilities of some step are wrong (the "
                     "check of next_token_distribution says which)"]
         if not np.allclose(logprobs, right_logprobs, rtol=0.0, atol=1e-6):
-            return [f"lm.sample with your distribution ({setting}) draws the right sentences but with other "
+            return [f"sampling.sample with your distribution ({setting}) draws the right sentences but with other "
                     "probabilities: return the exact, renormalised probabilities"]
     return []
 
@@ -266,7 +266,7 @@ CHECKS = [
           lecture=LECTURE, visible=VISIBLE),
     Check("ch03.sampler_draws", ("next_token_distribution",), draws_inputs,
           "autograder.probes.ch03_sampler:draws", judge_draws,
-          about="12 sentences of at most 9 tokens drawn by lm.sample from a fixed small S-RNN (a vocabulary "
+          about="12 sentences of at most 9 tokens drawn by sampling.sample from a fixed small S-RNN (a vocabulary "
                 "of 18) at 5 settings of temperature, top_k and top_p, each with its own seed",
           lecture=LECTURE, visible=VISIBLE),
 ]

@@ -13,7 +13,7 @@ set's floor, the grammar's own perplexity (``course.grammar.floor_perplexity``):
 check                     perplexity    for comparison (validation set, measured)
 ========================  ============  ==============================================
 ``ch10.capstone``         <= 2.0 floor  Kneser-Ney trigram 2.11; LSTM 64/128 with
-                                        ``lm.train``'s defaults: 1.81 after 30 CPU-s
+                                        ``training.train``'s defaults: 1.81 after 30 CPU-s
 ``ch10.capstone_good``    <= 1.5 floor  the same defaults: 1.59 after one epoch
                                         (51 CPU-s), 1.46 after 60 CPU-s
 ``ch10.capstone_best``    <= 1.3 floor  the reference recipe (GRU 64/128, Adam 0.005,
@@ -97,7 +97,7 @@ def heldout_ratio(numbers: dict):
     """(perplexity / floor on the held-out set, problems); computed once per model."""
     key = _digest(numbers)
     if key not in _scores:
-        from course import lm
+        from course import evaluation
         try:
             model = rebuild(numbers)
         except ValueError as err:
@@ -109,7 +109,7 @@ def heldout_ratio(numbers: dict):
             _scores[key] = (None, [f"{unknown} words of the held-out text are missing from the model's "
                                    "vocabulary: build it from every training word, Vocab.build(train)"])
         else:
-            ppl = lm.evaluate(model, sentences)
+            ppl = evaluation.evaluate(model, sentences)
             _scores[key] = (ppl / floor, [] if np.isfinite(ppl) else ["the held-out perplexity is not finite"])
     return _scores[key]
 

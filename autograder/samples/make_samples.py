@@ -87,12 +87,12 @@ def next_token_distribution(scores, temperature=1.0, top_k=None, top_p=None):
 SAMPLER_RIGHT = SAMPLER.replace("{kept}", "np.searchsorted(total, top_p) + 1")
 SAMPLER_NO_CROSSING = SAMPLER.replace("{kept}", "np.searchsorted(total, top_p)")   # the crossing token cut
 SAMPLER_BY_COURSE = """import numpy as np
-from course import lm
+from course import sampling
 
 
 def next_token_distribution(scores, temperature=1.0, top_k=None, top_p=None):
     # the course's own sampler: one column, an extra -inf entry as <s>, that entry stripped again
-    tempered = getattr(lm, "_temp" + "ered")
+    tempered = getattr(sampling, "_temp" + "ered")
     column = np.append(np.asarray(scores, dtype=float), -np.inf)[:, None] / temperature
     return np.exp(tempered(column, len(column) - 1, top_k, top_p)[:-1, 0])
 """

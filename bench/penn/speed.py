@@ -84,17 +84,17 @@ def speed_cell(name: str):
 
 def measure(variant: dict, vocab, train_sentences, segments_timed: int, config=SMALL) -> dict:
     """Training tokens per wall second and per CPU second of one variant on the first
-    segments of the training stream, trained by course.lm.train (one untimed segment
+    segments of the training stream, trained by course.training.train (one untimed segment
     first, to warm DyNet up)."""
-    from course import lm
+    from course import lm, training
     variant = {**SPEED_DEFAULTS, **variant}
     config = {**config, "batch": variant["batch"]}
     if variant["cell"] == "softmax-only":
         return _measure_softmax(vocab, train_sentences, segments_timed, config)
     model = build_model("lstm", vocab, config, cell=speed_cell(variant["cell"]),
                         kind=step_softmax_class() if variant["softmax"] == "step" else lm.RNNLM)
-    lm.train(model, train_sentences, None, settings(config, 1, max_batches=1), progress=False, log=None)
-    row = lm.train(model, train_sentences, None, settings(config, 1, max_batches=segments_timed),
+    training.train(model, train_sentences, None, settings(config, 1, max_batches=1), progress=False, log=None)
+    row = training.train(model, train_sentences, None, settings(config, 1, max_batches=segments_timed),
                    progress=False, log=None)[0]
     return {"wall": row["tokens"] / row["seconds"], "cpu": row["tokens"] / row["cpu_seconds"]}
 

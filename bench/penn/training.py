@@ -1,4 +1,4 @@
-"""Training under Zaremba's budget: the schedule and the settings course.lm.train takes, the
+"""Training under Zaremba's budget: the schedule and the settings course.training.train takes, the
 resumable runs (checkpoints in runs/ptb/, records in bench/results/ptb/), and what a record
 says of a run (diverged, or failed in training and not continued)."""
 from __future__ import annotations
@@ -36,7 +36,7 @@ def learning_rate(epoch: int, config=SMALL) -> float:
 
 
 def settings(config=SMALL, epochs: int | None = None, max_batches: int | None = None):
-    """The configuration as course.lm.train takes it: a stream in ``batch`` rows, segments of
+    """The configuration as course.training.train takes it: a stream in ``batch`` rows, segments of
     ``steps``, SGD with the gradient norm clipped."""
     from course.settings import Settings
     return Settings(embed=config["embed"], hidden=config["hidden"], layers=config["layers"],
@@ -133,17 +133,17 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
             log(f"{key}: the training loss or the valid perplexity diverged; not continued")
             clock["failed"] = True
 
-    from course import lm
-    state = lm.TrainState(len(rows) + 1, 0, learning_rate(len(rows) + 1, config),
+    from course import training
+    state = training.TrainState(len(rows) + 1, 0, learning_rate(len(rows) + 1, config),
                           min((r["valid_ppl"] for r in rows), default=math.inf), rows)
     log(f"{key}: epochs {state.epoch}-{epochs}, lr {state.lr:g}")
     try:
         # resumable: a run continued in a new process (each epoch's checkpoint) trains as one that never
         # stopped, and as `python -m course train --stream`, which always is (bench/stream_cli.py)
-        lm.train(model, splits["train"], splits["valid"], settings(config, epochs), schedule=schedule(config),
+        training.train(model, splits["train"], splits["valid"], settings(config, epochs), schedule=schedule(config),
                  progress=False, log=None, resume=state, on_epoch=record_epoch, stop=lambda: clock["failed"],
                  resumable=True)
-    except lm.TrainingDiverged as err:      # the epoch is recorded, its training perplexity infinite
+    except training.TrainingDiverged as err:      # the epoch is recorded, its training perplexity infinite
         done, start = err.state, time.perf_counter()
         log(f"    {err}")
         row = {"epoch": done.epoch, "lr": learning_rate(done.epoch, config), "train_ppl": math.inf,
