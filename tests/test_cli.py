@@ -325,7 +325,7 @@ def test_a_bad_option_is_refused_naming_the_value_and_what_to_give(option, value
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--residual", "vertical", "--embed", "8", "--hidden", "16"], "must equal --hidden (16)"),
+    (["--residual", "vertical", "--embed", "8", "--hidden", "16"], "must equal hidden (16)"),
     (["--residual", "lateral", "--embed", "8", "--hidden", "8"], "--residual lateral"),
     (["--hidden", "100000", "--embed", "100000"], "for its parameters alone"),
     (["--corpus", "/nonexistent/corpus"], "unknown corpus"),
