@@ -37,13 +37,30 @@ from common import RESULTS, ROOT, machine
 
 from course import runtime
 from course.files import save_parameters, write_json
+from course.settings import ModelSettings, Settings
 
 RECORDS = RESULTS / "converge"
 WORK = ROOT / "runs" / "converge"
 
-#: the schedule every run follows
-SCHEDULE = {"optimizer": "adam", "lr": 0.002, "batch": 32, "clip": 5.0, "lr_decay": 0.5,
-            "min_improvement": 0.001, "stop_at_bad_epoch": 3, "max_epochs": 30}
+#: how every run trains (course.settings.Settings): Adam, the rate halved after an epoch that gains
+#: less than 0.1% on valid, stopped at the third such epoch or after 30
+TRAINING = Settings(optimizer="adam", lr=0.002, batch_size=32, clip=5.0, lr_decay=0.5, min_gain=0.001, patience=3,
+                    epochs=30)
+#: the records' names for the fields of TRAINING they hold (as they have always been written)
+RECORDED = {"optimizer": "optimizer", "lr": "lr", "batch": "batch_size", "clip": "clip", "lr_decay": "lr_decay",
+            "min_improvement": "min_gain", "stop_at_bad_epoch": "patience", "max_epochs": "epochs"}
+#: a size's keys that are fields of ModelSettings (its keys of SCHEDULE and dropout set Settings; the
+#: others, forget_bias, heads, positions and train_tokens, are read by build_model and training_sentences)
+MODEL_KEYS = ("embed", "hidden", "layers", "residual")
+
+
+def schedule(training: Settings = None) -> dict:
+    """The training settings as the records and tables name them."""
+    training = training or TRAINING
+    return {name: getattr(training, field) for name, field in RECORDED.items()}
+
+
+SCHEDULE = schedule()
 BASE = {"embed": 128, "hidden": 256, "dropout": 0.0}
 
 #: name -> (label, cell, size). cell: a key of autograder.reference.cells.CELLS,
@@ -124,8 +141,8 @@ def build_model(vocab, cell_name: str, size: dict):
     from course import lm
     from course.layers import CausalAttention
     recurrent = {"attention": "lstm", "lstm+attention": "lstm"}.get(cell_name)
-    model = lm.RNNLM(vocab, make_cell(recurrent or cell_name, size.get("forget_bias")), size["embed"],
-                     size["hidden"], size.get("layers", 1), size.get("residual"))
+    settings = ModelSettings(cell=cell_name, **{k: size[k] for k in MODEL_KEYS if k in size})
+    model = lm.RNNLM.from_settings(vocab, settings, cell=make_cell(recurrent or cell_name, size.get("forget_bias")))
     if cell_name == "attention":        # the LSTM made above stays in the collection, unused (zero gradients)
         model.layers[0] = CausalAttention(model.pc, size["embed"], size["hidden"], heads=size["heads"],
                                           positions=size["positions"])
@@ -184,20 +201,12 @@ def _claim(lock: Path) -> bool:
     return True
 
 
-def engine_settings(settings: dict, seed: int):
-    """The run's settings as course.lm.train takes them."""
-    from course.settings import Settings
-    size = {k: settings[k] for k in ("embed", "hidden", "layers", "residual") if k in settings}
-    return Settings(**size, optimizer=settings["optimizer"], lr=settings["lr"], batch_size=settings["batch"],
-                    clip=settings["clip"], dropout=settings["dropout"], lr_decay=settings["lr_decay"], seed=seed,
-                    epochs=settings["max_epochs"])
-
-
-def plateau(settings: dict):
-    """The schedule: halve the rate after an epoch that gains less than min_improvement on
-    valid, stop at the stop_at_bad_epoch-th such epoch."""
-    from course import schedules
-    return schedules.Plateau(settings["lr_decay"], settings["min_improvement"], settings["stop_at_bad_epoch"])
+def settings_of(name: str, seed: int = 1) -> tuple[ModelSettings, Settings]:
+    """The model and training settings of a run of ``name`` (its size over TRAINING)."""
+    _, cell_name, size = MODELS[name]
+    model = ModelSettings(cell=cell_name, **{k: size[k] for k in MODEL_KEYS if k in size})
+    changes = {RECORDED.get(k, k): v for k, v in size.items() if k in RECORDED or k == "dropout"}
+    return model, TRAINING.but(seed=seed, **changes)
 
 
 def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sentences=None,
@@ -209,9 +218,10 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
     from course.data import Vocab
     log = log or (lambda line: None)
     label, cell_name, size = MODELS[name]
+    training = settings_of(name, seed)[1]
     key = f"{name}-s{seed}"
     record_path, folder = Path(records) / f"{key}.json", Path(work) / key
-    settings = {**({} if cell_name.startswith("ngram:") else {**SCHEDULE, **size}), "cell": cell_name,
+    settings = {**({} if cell_name.startswith("ngram:") else {**schedule(training), **size}), "cell": cell_name,
                 "max_sentences": max_sentences}
     record = {"model": name, "label": label, "seed": seed, "settings": settings, "epochs": []}
     if cell_name.startswith("ngram:") and not record_path.exists():
@@ -240,7 +250,7 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
         model.pc.populate(str(latest))
         log(f"{key}: continuing after epoch {len(rows)}")
     # the engine's history is the record's rows: each epoch's row is rewritten by record_epoch below
-    state = lm.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else settings["lr"],
+    state = lm.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else training.lr,
                           min((r["valid_ppl"] for r in rows), default=math.inf), rows)
     Path(records).mkdir(parents=True, exist_ok=True)
     clock = {"start": time.perf_counter(), "cpu": time.process_time(), "resumed": bool(rows)}
@@ -252,7 +262,7 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
 
     def record_epoch(row, state):
         """The engine's row as the records have always held it, written after each epoch."""
-        lr = rows[-2]["lr_next"] if len(rows) > 1 else settings["lr"]     # as set, not as DyNet's float32 reads
+        lr = rows[-2]["lr_next"] if len(rows) > 1 else training.lr     # as set, not as DyNet's float32 reads
         rows[-1] = {"epoch": row["epoch"], "lr": lr, "lr_next": state.lr, "train_ppl": row["train_ppl"],
                     "valid_ppl": row["valid_ppl"], "improved": row["improved"], "tokens_per_s": row["tokens_per_s"],
                     "train_seconds": row["seconds"], "train_cpu_seconds": row["cpu_seconds"],
@@ -267,14 +277,14 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
         if after_epoch:
             after_epoch(row)
 
-    if not _stopped(rows, settings):
+    if not _stopped(rows, training):
         try:
             lm.train(model, training_sentences(splits, size.get("train_tokens")), splits["valid"],
-                     engine_settings(settings, seed), schedule=plateau(settings), progress=False, log=None,
+                     training, progress=False, log=None,
                      resume=state, on_save=save, on_epoch=record_epoch)
         except lm.TrainingDiverged as err:         # recorded as a last epoch of infinite perplexity
-            lr = rows[-1]["lr_next"] if rows else settings["lr"]
-            rows.append({"epoch": len(rows) + 1, "lr": lr, "lr_next": lr * settings["lr_decay"],
+            lr = rows[-1]["lr_next"] if rows else training.lr
+            rows.append({"epoch": len(rows) + 1, "lr": lr, "lr_next": lr * training.lr_decay,
                          "train_ppl": math.inf, "valid_ppl": math.inf, "improved": False, "diverged": str(err),
                          "seconds": time.perf_counter() - clock["start"],
                          "cpu_seconds": time.process_time() - clock["cpu"], "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")})
@@ -282,7 +292,7 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
             log(f"{key}: {err}")
     start, cpu = time.perf_counter(), time.process_time()
     best = min(rows, key=lambda r: r["valid_ppl"])
-    record["final"] = {"best_epoch": best["epoch"], "stopped": _stopped(rows, settings),
+    record["final"] = {"best_epoch": best["epoch"], "stopped": _stopped(rows, training),
                        "valid_ppl": math.inf, "test_ppl": math.inf, "pairs": ""}
     if math.isfinite(best["valid_ppl"]):          # a run that diverged in its first epoch has no model
         model.pc.populate(str(best_path))
@@ -317,15 +327,16 @@ def baseline(name: str, splits: dict, record_path: Path, settings: dict, max_sen
     return record
 
 
-def _stopped(rows, settings) -> str | None:
+def _stopped(rows, training: Settings) -> str | None:
     """Why the run stops after these epochs, or None while it goes on."""
+    from course import schedules
     if rows and not math.isfinite(rows[-1]["valid_ppl"]):
         return "diverged"
-    reason = plateau(settings).stop(rows)
+    reason = schedules.of(training).stop(rows)
     if reason:
         return reason
-    if len(rows) >= settings["max_epochs"]:
-        return f"{settings['max_epochs']} epochs"
+    if len(rows) >= training.epochs:
+        return f"{training.epochs} epochs"
     return None
 
 

@@ -15,7 +15,7 @@ import converge_ensemble
 import converge_inside
 import converge_tables
 
-from course import bench, lm
+from course import bench, lm, schedules
 from course.agreement import agreement_accuracy, load_pairs
 from course.data import Vocab
 
@@ -27,7 +27,7 @@ def tiny(monkeypatch):
     """A tiny LSTM and a tiny S-RNN in the plan, at most 3 epochs; 300 sentences per split."""
     monkeypatch.setitem(converge.MODELS, "tiny-lstm", ("tiny LSTM", "lstm", TINY))
     monkeypatch.setitem(converge.MODELS, "tiny-srnn", ("tiny S-RNN", "builder:srnn", TINY))
-    monkeypatch.setitem(converge.SCHEDULE, "max_epochs", 3)
+    monkeypatch.setattr(converge, "TRAINING", converge.TRAINING.but(epochs=3))
     return converge.load_splits(max_sentences=300)
 
 
@@ -52,11 +52,11 @@ def test_a_run_trains_through_the_engine_with_the_plateau_schedule(tiny, tmp_pat
     """converge has no loop of its own: course.lm.train with its settings and a Plateau schedule."""
     calls = []
     train = lm.train
-    monkeypatch.setattr(lm, "train", lambda *a, **k: calls.append((a[3], k["schedule"])) or train(*a, **k))
+    monkeypatch.setattr(lm, "train", lambda *a, **k: calls.append((a[0], a[3])) or train(*a, **k))
     record = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
-    settings, schedule = calls[0]
-    assert len(calls) == 1 and (settings.embed, settings.batch_size, settings.epochs) == (8, 32, 3)
-    assert (schedule.min_gain, schedule.patience) == (0.001, 3)
+    model, settings = calls[0]
+    assert len(calls) == 1 and (model.config.embed, settings.batch_size, settings.epochs) == (8, 32, 3)
+    assert schedules.of(settings) == schedules.Plateau(0.5, 0.001, 3)
     rows = record["epochs"]
     assert [r["lr"] for r in rows[1:]] == [r["lr_next"] for r in rows[:-1]]
     assert all(r["train_seconds"] <= r["seconds"] for r in rows)
@@ -98,13 +98,13 @@ def test_an_ngram_baseline_is_scored_like_a_run(tiny, tmp_path):
 
 
 def test_stopping_rule():
-    settings = converge.SCHEDULE
+    settings = converge.TRAINING
     good, bad = {"valid_ppl": 30.0, "improved": True}, {"valid_ppl": 31.0, "improved": False}
-    bad_epochs = settings["stop_at_bad_epoch"]
+    bad_epochs = settings.patience
     assert converge._stopped([good] + [bad, good] * (bad_epochs - 1), settings) is None
     assert "without a gain" in converge._stopped([good] + [bad, good] * (bad_epochs - 1) + [bad], settings)
     assert converge._stopped([good, {"valid_ppl": float("inf"), "improved": False}], settings) == "diverged"
-    assert converge._stopped([good] * settings["max_epochs"], settings) == f"{settings['max_epochs']} epochs"
+    assert converge._stopped([good] * settings.epochs, settings) == f"{settings.epochs} epochs"
 
 
 def test_pair_outcomes_count_as_course_agreement_does(tiny):

@@ -39,9 +39,7 @@ def settings(config=SMALL, epochs: int | None = None, max_batches: int | None = 
     """The configuration as course.lm.train takes it: a stream in ``batch`` rows, segments of
     ``steps``, SGD with the gradient norm clipped."""
     from course.settings import Settings
-    return Settings(embed=config["embed"], hidden=config["hidden"], layers=config["layers"],
-                    init_scale=config["init_scale"], stream=True,
-                    bptt=config["steps"], batch_size=config["batch"], optimizer="sgd", lr=config["lr"],
+    return Settings(stream=True, bptt=config["steps"], batch_size=config["batch"], optimizer="sgd", lr=config["lr"],
                     clip=config["clip"], lr_decay=config["decay"], decay_after=config["decay_after"],
                     seed=config["seed"], epochs=epochs or config["epochs"], max_batches=max_batches)
 
