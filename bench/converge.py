@@ -8,12 +8,14 @@ its choice on each of the 5,000 agreement minimal pairs. The test split is read
 once, at the end, and decides nothing.
 
 Every run trains through the course's one engine, ``course.lm.train``, with a
-``course.schedules.Plateau`` schedule. A run is resumable per epoch: after every epoch
-the parameters go to ``runs/converge/NAME-sSEED/`` (not committed) and the record, one row per epoch, to
-``bench/results/converge/NAME-sSEED.json`` (committed). Adam's moment estimates are
-not saved by DyNet, so a run continued after an interruption starts them afresh;
-its row says ``"resumed": true``. Two processes may share the plan: each run is
-claimed by a lock file beside its checkpoints.
+``course.schedules.Plateau`` schedule, and is kept by ``course.runs.Run``, as the command
+line's runs are: resumable per epoch, after every epoch the parameters go to
+``runs/converge/NAME-sSEED/`` (checkpoint/ the best epoch, resume/ the last; not committed)
+and the record, one row per epoch, to ``bench/results/converge/NAME-sSEED.json``
+(committed). Adam's moment estimates are not saved by DyNet, so a run continued after an
+interruption starts them afresh; its row says ``"resumed": true``. Two processes may share
+the plan: each run is claimed by the Run's lock file beside its checkpoints. A run left
+half-done by an older bench (latest.dy, best.dy) is refused, saying so.
 
     .venv/bin/python bench/converge.py                     # the whole plan (PLAN below), resumable
     .venv/bin/python bench/converge.py --models lstm,srnn --seeds 1
@@ -27,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -36,7 +37,7 @@ from pathlib import Path
 from common import RESULTS, ROOT, machine
 
 from course import runtime
-from course.files import save_parameters, write_json
+from course.files import write_json
 from course.settings import ModelSettings, Settings
 
 RECORDS = RESULTS / "converge"
@@ -188,17 +189,12 @@ def pair_outcomes(model, pairs) -> str:
     return "".join("1" if r > w else "0" if r < w else "=" for r, w in zip(right, wrong))
 
 
-def _claim(lock: Path) -> bool:
-    """Create the lock file; False when another live process holds it."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        holder = int(lock.read_text())
-        os.kill(holder, 0)
-        return holder == os.getpid()
-    except (FileNotFoundError, ValueError, ProcessLookupError):
-        pass
-    lock.write_text(str(os.getpid()))
-    return True
+def best_parameters(name: str, seed: int, work=WORK) -> Path:
+    """The parameters of a run's best epoch: its course.runs.Run's checkpoint/, or best.dy
+    where the run was finished by the bench before Run."""
+    folder = Path(work) / f"{name}-s{seed}"
+    new = folder / "checkpoint" / "params.dy"
+    return new if new.exists() or not (folder / "best.dy").exists() else folder / "best.dy"
 
 
 def settings_of(name: str, seed: int = 1) -> tuple[ModelSettings, Settings]:
@@ -216,11 +212,12 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
     from course import lm
     from course.agreement import load_pairs
     from course.data import Vocab
+    from course.runs import Run
     log = log or (lambda line: None)
     label, cell_name, size = MODELS[name]
     training = settings_of(name, seed)[1]
     key = f"{name}-s{seed}"
-    record_path, folder = Path(records) / f"{key}.json", Path(work) / key
+    record_path = Path(records) / f"{key}.json"
     settings = {**({} if cell_name.startswith("ngram:") else {**schedule(training), **size}), "cell": cell_name,
                 "max_sentences": max_sentences}
     record = {"model": name, "label": label, "seed": seed, "settings": settings, "epochs": []}
@@ -234,20 +231,22 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
         if "final" in saved:
             return saved
         record = saved
-    if not _claim(folder / "lock"):
+    run_dir = Run(Path(work) / key, record=record_path, built_in_code=True)
+    run_dir.refuse_old_layout()
+    if not run_dir.claim():
         log(f"{key}: another process is training it")
         return None
     runtime.init(seed=seed)
     vocab = Vocab.build(splits["train"])
     model = build_model(vocab, cell_name, size)
     record.update(params=used_params(model, cell_name, size), machine=machine())
-    latest, best_path = folder / "latest.dy", folder / "best.dy"
     rows = record["epochs"]
-    if rows and not (latest.exists() and best_path.exists()):
-        log(f"{key}: no checkpoint in {folder}; training again from the start")
+    if rows and not run_dir.last.is_dir():
+        log(f"{key}: no checkpoint in {run_dir.folder}; training again from the start")
         rows.clear()
     if rows:
-        model.pc.populate(str(latest))
+        run_dir.load()                  # resume/ and checkpoint/ are the ones the record names
+        model.restore(run_dir.last)
         log(f"{key}: continuing after epoch {len(rows)}")
     # the engine's history is the record's rows: each epoch's row is rewritten by record_epoch below
     state = lm.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else training.lr,
@@ -256,19 +255,17 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
     clock = {"start": time.perf_counter(), "cpu": time.process_time(), "resumed": bool(rows)}
 
     def save(state, improved):
-        if improved:
-            save_parameters(model.pc, best_path)
-        save_parameters(model.pc, latest)
-
-    def record_epoch(row, state):
-        """The engine's row as the records have always held it, written after each epoch."""
+        """The engine's row as the records have always held it; then the run is saved."""
+        row = rows[-1]
         lr = rows[-2]["lr_next"] if len(rows) > 1 else training.lr     # as set, not as DyNet's float32 reads
         rows[-1] = {"epoch": row["epoch"], "lr": lr, "lr_next": state.lr, "train_ppl": row["train_ppl"],
                     "valid_ppl": row["valid_ppl"], "improved": row["improved"], "tokens_per_s": row["tokens_per_s"],
                     "train_seconds": row["seconds"], "train_cpu_seconds": row["cpu_seconds"],
                     "seconds": time.perf_counter() - clock["start"], "cpu_seconds": time.process_time() - clock["cpu"],
                     "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}
-        write_json(record_path, record)
+        run_dir.save(model, state, improved, record)
+
+    def record_epoch(_, state):
         row = rows[-1]
         log(f"{key}: epoch {row['epoch']}  lr {row['lr']:.3g}  train {row['train_ppl']:.2f}  valid "
             f"{row['valid_ppl']:.2f}{'' if row['improved'] else '  (no gain: lr halved)'}  "
@@ -288,22 +285,22 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
                          "train_ppl": math.inf, "valid_ppl": math.inf, "improved": False, "diverged": str(err),
                          "seconds": time.perf_counter() - clock["start"],
                          "cpu_seconds": time.process_time() - clock["cpu"], "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")})
-            write_json(record_path, record)
+            run_dir.write(record)
             log(f"{key}: {err}")
     start, cpu = time.perf_counter(), time.process_time()
     best = min(rows, key=lambda r: r["valid_ppl"])
     record["final"] = {"best_epoch": best["epoch"], "stopped": _stopped(rows, training),
                        "valid_ppl": math.inf, "test_ppl": math.inf, "pairs": ""}
     if math.isfinite(best["valid_ppl"]):          # a run that diverged in its first epoch has no model
-        model.pc.populate(str(best_path))
+        model.restore(run_dir.best)
         record["final"].update(valid_ppl=lm.evaluate(model, splits["valid"]),
                                test_ppl=lm.evaluate(model, splits["test"]),
                                pairs=pair_outcomes(model, load_pairs()[:max_sentences] if max_sentences
                                                    else load_pairs()))
     record["final"].update(seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu,
                            finished_at=time.strftime("%Y-%m-%d %H:%M:%S"))
-    write_json(record_path, record)
-    (folder / "lock").unlink(missing_ok=True)
+    run_dir.write(record)
+    run_dir.release()
     log(f"{key}: best epoch {best['epoch']} of {len(rows)}: valid {record['final']['valid_ppl']:.2f}, "
         f"test {record['final']['test_ppl']:.2f}")
     return record

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
@@ -205,9 +204,10 @@ def _check_memory(m: ModelSettings, s: Settings, vocab_size: int, train, mem: in
 def cmd_train(args, given: set) -> int:
     from course import runs
     out = Path(args.resume or args.out) if (args.resume or args.out) else None
+    run = runs.Run(out) if out else None
     metrics = {"history": []}
     if args.resume:
-        metrics = runs.load(out)
+        metrics = run.load()
         model_s, training = _resumed(metrics, args, given, out)
     else:
         model_s, training = _settings(args)
@@ -217,9 +217,13 @@ def cmd_train(args, given: set) -> int:
     if not args.resume:
         _check_settings(model_s, training)
         if out:
-            runs.check(out, args.overwrite)
+            run.check_new(args.overwrite)
     print(runtime.describe())
-    return _train(model_s, training, metrics, args, out, given)
+    try:
+        return _train(model_s, training, metrics, args, run, given)
+    finally:
+        if run:
+            run.release()
 
 
 def _resumed(metrics: dict, args, given: set, out: Path) -> tuple[ModelSettings, Settings]:
@@ -240,13 +244,14 @@ def _resumed(metrics: dict, args, given: set, out: Path) -> tuple[ModelSettings,
     return model_s, training
 
 
-def _train(model_s: ModelSettings, training: Settings, metrics: dict, args, out: Path | None, given: set) -> int:
+def _train(model_s: ModelSettings, training: Settings, metrics: dict, args, run, given: set) -> int:
     from course import corpora, lm, runs, sources
     from course.data import Vocab, tokens_sha256
+    out = run and run.folder
     splits, full_train, notes = read_splits(training)
     data_sha = tokens_sha256(splits["train"])
     if args.resume:
-        state, record_ = runs.resume_state(out)
+        state, record_ = run.resume_state()
         if record_["data"]["train_sha256"] != data_sha:
             raise ValueError(f"the training data of {out} have changed since the run started (corpus "
                              f"{training.corpus}): restore them, or start a new run with --out.")
@@ -259,15 +264,7 @@ def _train(model_s: ModelSettings, training: Settings, metrics: dict, args, out:
     else:
         state, model = None, None
         vocab = Vocab.build(full_train, max_size=training.vocab_size)
-    unknown, literal = {}, {}
-    for split in corpora.SPLITS:
-        n_unknown, n_tokens, n_literal = _unknown(splits[split], vocab)
-        unknown[split], literal[split] = n_unknown / max(n_tokens, 1), n_literal / max(n_tokens, 1)
-    notes.append("tokens not in the vocabulary (read as <unk>): "
-                 + ", ".join(f"{split} {rate:.1%}" for split, rate in unknown.items()))
-    if any(literal.values()):
-        notes.append("tokens that are <unk> in the corpus itself (its own unknown words): "
-                     + ", ".join(f"{split} {rate:.1%}" for split, rate in literal.items()))
+    unknown = _unknown_rates(splits, vocab, notes)
     if not args.resume:
         _check_corpus(splits, unknown, len(vocab), training)
     _check_memory(model_s, training, len(vocab), splits["train"], args.mem if "mem" in given else None)
@@ -294,13 +291,17 @@ def _train(model_s: ModelSettings, training: Settings, metrics: dict, args, out:
         interrupts.saving = True
         try:
             metrics["status"] = "interrupted" if interrupts.requested else "training"
-            runs.save(out, model, state, improved, metrics, info)
+            metrics["history"] = state.history
+            run.save(model, state, improved, metrics, info)
             saved["state"] = state
         finally:
             interrupts.saving = False
 
     if out and not args.resume:
-        runs.start(out)
+        run.start()
+    if out and not run.claim():
+        raise runs.RunError(f"{out} is being trained by another process (its pid is in {run.lock}): wait for "
+                            "it, or stop it.")
     if out:
         print(f"training; every epoch is saved in {out}, and Ctrl-C saves and stops "
               f"(`python -m course train --resume {quote(str(out))}` continues)", flush=True)
@@ -316,7 +317,23 @@ def _train(model_s: ModelSettings, training: Settings, metrics: dict, args, out:
         print(f"stopped {where}; saved in {out / 'resume'}. Continue with:\n"
               f"  python -m course train --resume {quote(str(out))}")
         return interrupts.status
-    return _finish(model, splits, training, metrics, out, yardstick, args)
+    return _finish(model, splits, training, metrics, run, yardstick, args)
+
+
+def _unknown_rates(splits: dict, vocab, notes: list) -> dict:
+    """Each split's share of tokens not in the vocabulary; ``notes`` says it (and the share
+    that is ``<unk>`` in the corpus itself, where there is one)."""
+    from course.corpora import SPLITS
+    unknown, literal = {}, {}
+    for split in SPLITS:
+        n_unknown, n_tokens, n_literal = _unknown(splits[split], vocab)
+        unknown[split], literal[split] = n_unknown / max(n_tokens, 1), n_literal / max(n_tokens, 1)
+    notes.append("tokens not in the vocabulary (read as <unk>): "
+                 + ", ".join(f"{split} {rate:.1%}" for split, rate in unknown.items()))
+    if any(literal.values()):
+        notes.append("tokens that are <unk> in the corpus itself (its own unknown words): "
+                     + ", ".join(f"{split} {rate:.1%}" for split, rate in literal.items()))
+    return unknown
 
 
 def _check_corpus(splits: dict, unknown: dict, vocab_size: int, s: Settings) -> None:
@@ -352,10 +369,10 @@ class _NoInterrupts:
         return False
 
 
-def _finish(model, splits, training: Settings, metrics, out, yardstick, args) -> int:
+def _finish(model, splits, training: Settings, metrics, run, yardstick, args) -> int:
     from course import evaluation, runtime
     history = metrics["history"]
-    best = len(history)
+    best, out = len(history), run and run.folder
     if out:        # score the best epoch's parameters, which the checkpoint holds
         if "checkpoint" not in metrics:
             raise ValueError("no epoch reached a finite held-out perplexity (the model diverged): "
@@ -382,8 +399,7 @@ def _finish(model, splits, training: Settings, metrics, out, yardstick, args) ->
         "tokens_per_s": sum(r["tokens_per_s"] for r in history) / len(history),
         "train_seconds": sum(r["seconds"] for r in history), "params": model.param_count(),
         "runtime": runtime.describe(), "device": runtime.device()})
-    from course.files import write_atomic
-    write_atomic(out / "metrics.json", json.dumps(metrics, indent=1) + "\n")
+    run.write(metrics)
     print(f"wrote {out / 'metrics.json'} and {out / 'checkpoint'}")
     return 0
 
@@ -406,7 +422,7 @@ def _load(path: str, gpu: bool, seed: int = 1):
     from course import runs, runtime
     checkpoint, run = _checkpoint_of(Path(path))
     if run is not None:
-        runs.load(run)
+        runs.Run(run).load()
     runtime.init(seed=seed, gpu=gpu or None)
     from course import lm
     record = lm.read_record(checkpoint)

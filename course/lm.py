@@ -39,7 +39,7 @@ from course.data import Segment, Vocab, batch_orders, encode, make_batch
 from course.evaluation import evaluate, held_out, perplexity  # noqa: F401  (course.lm.evaluate, .perplexity)
 from course.files import save_parameters, sha256_of, write_atomic
 from course.layers import BUILDERS, BuilderLayer, CellLayer, as_batch
-from course.settings import MODEL_DEFAULTS, OPTIMIZERS, RESIDUAL, ModelSettings, Settings  # noqa: F401
+from course.settings import MODEL_DEFAULTS, OPTIMIZERS, ModelSettings, Settings
 
 dy = runtime.dynet()
 
@@ -99,14 +99,13 @@ class RNNLM:
         self.b_s = self.pc.add_parameters((len(vocab),), init=dy.ConstInitializer(0.0), name="bs")
 
     @classmethod
-    def from_settings(cls, vocab: Vocab, settings: ModelSettings, seed: int = 1, cell: Cell | None = None,
-                      extra: dict | None = None) -> "RNNLM":
+    def from_settings(cls, vocab: Vocab, settings: ModelSettings, seed: int = 1, cell: Cell | None = None) -> "RNNLM":
         """The model ``settings`` describe (:class:`course.settings.ModelSettings`), over ``vocab``.
         Its cell is ``cell`` where given (a Cell built in code), else the one ``settings.cell``
         names (:func:`resolve_cell`; a step function from a file is recorded in ``extra``, so
         that :meth:`load` finds it again); with ``init_scale``, every parameter is drawn from
         U(-init_scale, init_scale) with ``seed``."""
-        extra = dict(extra or {})
+        extra = {}
         if cell is None:
             cell = resolve_cell(settings.cell)
             if not isinstance(cell, str):

@@ -82,6 +82,23 @@ def test_an_interrupted_run_continues_after_its_last_epoch(tiny, tmp_path):
     assert "final" in record
 
 
+def test_a_run_is_a_course_run_and_one_half_done_in_the_old_layout_is_refused(tiny, tmp_path):
+    """The run's folder is a course.runs.Run (checkpoint/, resume/, the lock given back); a run
+    left half-done by the bench before it (latest.dy, best.dy) is refused, saying what to do."""
+    record = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
+    folder = tmp_path / "work" / "tiny-lstm-s1"
+    assert sorted(p.name for p in folder.iterdir()) == ["checkpoint", "resume"]
+    assert record["checkpoint"]["epoch"] == record["final"]["best_epoch"]
+    assert converge.best_parameters("tiny-lstm", 1, tmp_path / "work") == folder / "checkpoint" / "params.dy"
+    old = tmp_path / "old" / "tiny-srnn-s1"
+    old.mkdir(parents=True)
+    (old / "latest.dy").write_text("")
+    (old / "best.dy").write_text("")
+    with pytest.raises(ValueError, match=r"older layout \(best.dy, latest.dy\).*move the folder away"):
+        converge.run("tiny-srnn", 1, tiny, tmp_path / "rec", tmp_path / "old", max_sentences=300, log=None)
+    assert converge.best_parameters("tiny-srnn", 1, tmp_path / "old") == old / "best.dy"   # a finished old run is read
+
+
 def test_a_record_of_other_settings_is_not_continued(tiny, tmp_path):
     converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
     converge.MODELS["tiny-lstm"] = ("tiny LSTM", "lstm", {**TINY, "hidden": 9})
@@ -188,7 +205,7 @@ def test_exported_weights_run_as_dynets_builder(tiny, tmp_path, monkeypatch, cel
     assert path.stat().st_size < 50_000
     vocab = Vocab.build(tiny["train"])
     hand = lm.RNNLM(vocab, converge.make_cell(cell, 0.0 if cell == "lstm" else None), 8, 8)
-    hand.pc.populate(str(tmp_path / "tiny-s1" / "best.dy"))
+    hand.pc.populate(str(converge.best_parameters("tiny", 1, tmp_path)))
     builder = bench.load_weights(vocab, "tiny", folder=path.parent)      # as the lectures load them
     ids = [[vocab.index(w)] for w in tiny["valid"][0]]
     dy = converge.runtime.dynet()
