@@ -248,7 +248,7 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
         run_dir.load()                  # resume/ and checkpoint/ are the ones the record names
         model.restore(run_dir.last)
         log(f"{key}: continuing after epoch {len(rows)}")
-    # the engine's history is the record's rows: each epoch's row is rewritten by record_epoch below
+    # the engine's history is the record's rows: each epoch's row is rewritten by save below
     state = lm.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else training.lr,
                           min((r["valid_ppl"] for r in rows), default=math.inf), rows)
     Path(records).mkdir(parents=True, exist_ok=True)
