@@ -8,7 +8,7 @@ reported, so that background load hits every size alike.
 """
 import argparse
 
-from common import median_time, report, table
+from common import report, table
 
 from course import runtime
 
@@ -19,32 +19,29 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", default="1,8,32,64")
     args = parser.parse_args()
-    dy = runtime.init(seed=1, mem=1024)
+    runtime.init(seed=1, mem=1024)
     from course import lm
     from course.corpora import read_corpus
-    from course.data import Vocab, encode, make_batches
+    from course.data import Vocab
+    from course import training
+    from course.settings import Settings
 
     train = read_corpus("course", "train")
     vocab = Vocab.build(train)
     sentences = train[:args.sentences]
-    ids, _ = encode(sentences, vocab)
     n_tokens = sum(len(s) + 1 for s in sentences)
     sizes = [int(s) for s in args.sizes.split(",")]
     model = lm.RNNLM(vocab, "lstm", embed=64, hidden=128)
-    trainer = dy.AdamTrainer(model.pc, 0.001)
-    batches = {b: make_batches(ids, vocab, b) for b in sizes}
+    train_s = Settings(lr=0.001, epochs=1)
 
-    def epoch(size):
-        for batch in batches[size]:
-            dy.renew_cg()
-            losses, _ = model.batch_losses(batch)
-            (dy.sum_batches(losses) * (1.0 / batch.size)).backward()
-            trainer.update()
+    def epoch(size) -> float:
+        """Seconds of one epoch through the course's loop (its batches built as they are used)."""
+        return training.train(model, sentences, None, train_s.but(batch_size=size), progress=False, log=None)[0]["seconds"]
 
     seconds = {b: [] for b in sizes}
     for _ in range(args.repeats):                 # interleaved rounds
         for b in sizes:
-            seconds[b].append(median_time(lambda: epoch(b), repeats=1))
+            seconds[b].append(epoch(b))
     import statistics
     speed = {b: n_tokens / statistics.median(seconds[b]) for b in sizes}
     rows = [(b, f"{speed[b]:,.0f}", f"{speed[b] / speed[sizes[0]]:.1f}x") for b in sizes]

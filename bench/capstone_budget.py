@@ -21,37 +21,52 @@ import numpy as np
 from common import RESULTS, report, table
 
 from course import budget, runtime
+from course.settings import ModelSettings, Settings
 
 OUT = RESULTS / "capstone_budget.json"
 HELD_OUT = 600      # the first 600 validation sentences
-#: label -> (cell, embed, hidden, layers, batch, lr, dropout, CPU seconds, (anneal fraction, factor) or None)
+#: label -> (the model, how it trains, CPU seconds, (anneal fraction, factor) or None); Adam, clipping at 5, seed 1
 RECIPES = {
-    "LSTM 64/128, batch 32, lr 0.002 (lm.train's defaults)": ("lstm", 64, 128, 1, 32, 0.002, 0.0, 60, None),
-    "LSTM 64/128, batch 32, lr 0.005": ("lstm", 64, 128, 1, 32, 0.005, 0.0, 60, None),
-    "LSTM 64/128, batch 64, lr 0.005": ("lstm", 64, 128, 1, 64, 0.005, 0.0, 60, None),
-    "LSTM 128/128, batch 64, lr 0.005": ("lstm", 128, 128, 1, 64, 0.005, 0.0, 60, None),
-    "LSTM 64/256, batch 64, lr 0.004": ("lstm", 64, 256, 1, 64, 0.004, 0.0, 60, None),
-    "LSTM 64/128, 2 layers, batch 32, lr 0.005": ("lstm", 64, 128, 2, 32, 0.005, 0.0, 60, None),
-    "S-RNN 64/128, batch 32, lr 0.005": ("srnn", 64, 128, 1, 32, 0.005, 0.0, 60, None),
-    "GRU 64/128, batch 64, lr 0.005": ("gru", 64, 128, 1, 64, 0.005, 0.0, 60, None),
-    "GRU 64/128, batch 32, lr 0.005": ("gru", 64, 128, 1, 32, 0.005, 0.0, 60, None),
-    "GRU 64/128, batch 16, lr 0.005": ("gru", 64, 128, 1, 16, 0.005, 0.0, 60, None),
-    "GRU 64/128, batch 32, lr 0.01": ("gru", 64, 128, 1, 32, 0.01, 0.0, 60, None),
-    "GRU 64/128, batch 32, lr 0.005, dropout 0.3": ("gru", 64, 128, 1, 32, 0.005, 0.3, 60, None),
-    "GRU 64/128, batch 32, lr 0.005, lr ÷ 4 for the last fifth": ("gru", 64, 128, 1, 32, 0.005, 0.0, 60, (0.2, 0.25)),
-    "LSTM 64/128, batch 32, lr 0.002, four minutes (4 × the budget)": ("lstm", 64, 128, 1, 32, 0.002, 0.0, 240, None),
+    "LSTM 64/128, batch 32, lr 0.002 (lm.train's defaults)":
+        (ModelSettings("lstm", 64, 128), Settings(batch_size=32, lr=0.002), 60, None),
+    "LSTM 64/128, batch 32, lr 0.005":
+        (ModelSettings("lstm", 64, 128), Settings(batch_size=32, lr=0.005), 60, None),
+    "LSTM 64/128, batch 64, lr 0.005":
+        (ModelSettings("lstm", 64, 128), Settings(batch_size=64, lr=0.005), 60, None),
+    "LSTM 128/128, batch 64, lr 0.005":
+        (ModelSettings("lstm", 128, 128), Settings(batch_size=64, lr=0.005), 60, None),
+    "LSTM 64/256, batch 64, lr 0.004":
+        (ModelSettings("lstm", 64, 256), Settings(batch_size=64, lr=0.004), 60, None),
+    "LSTM 64/128, 2 layers, batch 32, lr 0.005":
+        (ModelSettings("lstm", 64, 128, 2), Settings(batch_size=32, lr=0.005), 60, None),
+    "S-RNN 64/128, batch 32, lr 0.005":
+        (ModelSettings("srnn", 64, 128), Settings(batch_size=32, lr=0.005), 60, None),
+    "GRU 64/128, batch 64, lr 0.005":
+        (ModelSettings("gru", 64, 128), Settings(batch_size=64, lr=0.005), 60, None),
+    "GRU 64/128, batch 32, lr 0.005":
+        (ModelSettings("gru", 64, 128), Settings(batch_size=32, lr=0.005), 60, None),
+    "GRU 64/128, batch 16, lr 0.005":
+        (ModelSettings("gru", 64, 128), Settings(batch_size=16, lr=0.005), 60, None),
+    "GRU 64/128, batch 32, lr 0.01":
+        (ModelSettings("gru", 64, 128), Settings(batch_size=32, lr=0.01), 60, None),
+    "GRU 64/128, batch 32, lr 0.005, dropout 0.3":
+        (ModelSettings("gru", 64, 128), Settings(batch_size=32, lr=0.005, dropout=0.3), 60, None),
+    "GRU 64/128, batch 32, lr 0.005, lr ÷ 4 for the last fifth":
+        (ModelSettings("gru", 64, 128), Settings(batch_size=32, lr=0.005), 60, (0.2, 0.25)),
+    "LSTM 64/128, batch 32, lr 0.002, four minutes (4 × the budget)":
+        (ModelSettings("lstm", 64, 128), Settings(batch_size=32, lr=0.002), 240, None),
 }
 
 
 def measure(label: str, train, held_out, vocab) -> dict:
     from course import evaluation, lm
-    cell, embed, hidden, layers, batch, lr, dropout, seconds, anneal = RECIPES[label]
+    model_s, train_s, seconds, anneal = RECIPES[label]
     runtime.init(seed=1)
-    model = lm.RNNLM(vocab, cell, embed, hidden, layers)
-    tokens = budget.train_for(model, train, seconds, batch_size=batch, lr=lr, dropout=dropout, anneal=anneal).tokens
-    return {"cell": cell, "embed": embed, "hidden": hidden, "layers": layers, "batch": batch, "lr": lr,
-            "dropout": dropout, "cpu_seconds": seconds, "anneal": anneal, "params": model.param_count(),
-            "tokens": tokens, "perplexity": evaluation.evaluate(model, held_out)}
+    model = lm.RNNLM.from_settings(vocab, model_s)
+    tokens = budget.train_for(model, train, seconds, train_s, anneal=anneal).tokens
+    return {"cell": model_s.cell, "embed": model_s.embed, "hidden": model_s.hidden, "layers": model_s.layers,
+            "batch": train_s.batch_size, "lr": train_s.lr, "dropout": train_s.dropout, "cpu_seconds": seconds,
+            "anneal": anneal, "params": model.param_count(), "tokens": tokens, "perplexity": evaluation.evaluate(model, held_out)}
 
 
 def held_out_floor(held_out) -> float:

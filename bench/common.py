@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import platform
 import re
-import statistics
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,16 +23,6 @@ def machine() -> str:
     except OSError:
         pass
     return f"{cpu}, {os.cpu_count()} cores | {runtime.describe()}"
-
-
-def median_time(fn, repeats: int = 3) -> float:
-    """Median wall time of fn() over repeats."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def machines_of(records) -> str:

@@ -8,12 +8,14 @@ its choice on each of the 5,000 agreement minimal pairs. The test split is read
 once, at the end, and decides nothing.
 
 Every run trains through the course's one engine, ``course.training.train``, with a
-``course.schedules.Plateau`` schedule. A run is resumable per epoch: after every epoch
-the parameters go to ``runs/converge/NAME-sSEED/`` (not committed) and the record, one row per epoch, to
-``bench/results/converge/NAME-sSEED.json`` (committed). Adam's moment estimates are
-not saved by DyNet, so a run continued after an interruption starts them afresh;
-its row says ``"resumed": true``. Two processes may share the plan: each run is
-claimed by a lock file beside its checkpoints.
+``course.schedules.Plateau`` schedule, and is kept by ``course.runs.Run``, as the command
+line's runs are: resumable per epoch, after every epoch the parameters go to
+``runs/converge/NAME-sSEED/`` (checkpoint/ the best epoch, resume/ the last; not committed)
+and the record, one row per epoch, to ``bench/results/converge/NAME-sSEED.json``
+(committed). Adam's moment estimates are not saved by DyNet, so a run continued after an
+interruption starts them afresh; its row says ``"resumed": true``. Two processes may share
+the plan: each run is claimed by the Run's lock file beside its checkpoints. A run left
+half-done by an older bench (latest.dy, best.dy) is refused, saying so.
 
     .venv/bin/python bench/converge.py                     # the whole plan (PLAN below), resumable
     .venv/bin/python bench/converge.py --models lstm,srnn --seeds 1
@@ -27,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -36,14 +37,31 @@ from pathlib import Path
 from common import RESULTS, ROOT, machine
 
 from course import runtime
-from course.files import save_parameters, write_json
+from course.files import write_json
+from course.settings import ModelSettings, Settings
 
 RECORDS = RESULTS / "converge"
 WORK = ROOT / "runs" / "converge"
 
-#: the schedule every run follows
-SCHEDULE = {"optimizer": "adam", "lr": 0.002, "batch": 32, "clip": 5.0, "lr_decay": 0.5,
-            "min_improvement": 0.001, "stop_at_bad_epoch": 3, "max_epochs": 30}
+#: how every run trains (course.settings.Settings): Adam, the rate halved after an epoch that gains
+#: less than 0.1% on valid, stopped at the third such epoch or after 30
+TRAINING = Settings(optimizer="adam", lr=0.002, batch_size=32, clip=5.0, lr_decay=0.5, min_gain=0.001, patience=3,
+                    epochs=30)
+#: the records' names for the fields of TRAINING they hold (as they have always been written)
+RECORDED = {"optimizer": "optimizer", "lr": "lr", "batch": "batch_size", "clip": "clip", "lr_decay": "lr_decay",
+            "min_improvement": "min_gain", "stop_at_bad_epoch": "patience", "max_epochs": "epochs"}
+#: a size's keys that are fields of ModelSettings (its keys of SCHEDULE and dropout set Settings; the
+#: others, forget_bias, heads, positions and train_tokens, are read by build_model and training_sentences)
+MODEL_KEYS = ("embed", "hidden", "layers", "residual")
+
+
+def schedule(train_s: Settings = None) -> dict:
+    """The training settings as the records and tables name them."""
+    train_s = train_s or TRAINING
+    return {name: getattr(train_s, field) for name, field in RECORDED.items()}
+
+
+SCHEDULE = schedule()
 BASE = {"embed": 128, "hidden": 256, "dropout": 0.0}
 
 #: name -> (label, cell, size). cell: a key of autograder.reference.cells.CELLS,
@@ -124,8 +142,8 @@ def build_model(vocab, cell_name: str, size: dict):
     from course import lm
     from course.layers import CausalAttention
     recurrent = {"attention": "lstm", "lstm+attention": "lstm"}.get(cell_name)
-    model = lm.RNNLM(vocab, make_cell(recurrent or cell_name, size.get("forget_bias")), size["embed"],
-                     size["hidden"], size.get("layers", 1), size.get("residual"))
+    settings = ModelSettings(cell=cell_name, **{k: size[k] for k in MODEL_KEYS if k in size})
+    model = lm.RNNLM.from_settings(vocab, settings, cell=make_cell(recurrent or cell_name, size.get("forget_bias")))
     if cell_name == "attention":        # the LSTM made above stays in the collection, unused (zero gradients)
         model.layers[0] = CausalAttention(model.pc, size["embed"], size["hidden"], heads=size["heads"],
                                           positions=size["positions"])
@@ -171,33 +189,20 @@ def pair_outcomes(model, pairs) -> str:
     return "".join("1" if r > w else "0" if r < w else "=" for r, w in zip(right, wrong))
 
 
-def _claim(lock: Path) -> bool:
-    """Create the lock file; False when another live process holds it."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        holder = int(lock.read_text())
-        os.kill(holder, 0)
-        return holder == os.getpid()
-    except (FileNotFoundError, ValueError, ProcessLookupError):
-        pass
-    lock.write_text(str(os.getpid()))
-    return True
+def best_parameters(name: str, seed: int, work=WORK) -> Path:
+    """The parameters of a run's best epoch: its course.runs.Run's checkpoint/, or best.dy
+    where the run was finished by the bench before Run."""
+    folder = Path(work) / f"{name}-s{seed}"
+    new = folder / "checkpoint" / "params.dy"
+    return new if new.exists() or not (folder / "best.dy").exists() else folder / "best.dy"
 
 
-def engine_settings(settings: dict, seed: int):
-    """The run's settings as course.training.train takes them."""
-    from course.settings import Settings
-    size = {k: settings[k] for k in ("embed", "hidden", "layers", "residual") if k in settings}
-    return Settings(**size, optimizer=settings["optimizer"], lr=settings["lr"], batch_size=settings["batch"],
-                    clip=settings["clip"], dropout=settings["dropout"], lr_decay=settings["lr_decay"], seed=seed,
-                    epochs=settings["max_epochs"])
-
-
-def plateau(settings: dict):
-    """The schedule: halve the rate after an epoch that gains less than min_improvement on
-    valid, stop at the stop_at_bad_epoch-th such epoch."""
-    from course import schedules
-    return schedules.Plateau(settings["lr_decay"], settings["min_improvement"], settings["stop_at_bad_epoch"])
+def settings_of(name: str, seed: int = 1) -> tuple[ModelSettings, Settings]:
+    """The model and training settings of a run of ``name`` (its size over TRAINING)."""
+    _, cell_name, size = MODELS[name]
+    model = ModelSettings(cell=cell_name, **{k: size[k] for k in MODEL_KEYS if k in size})
+    changes = {RECORDED.get(k, k): v for k, v in size.items() if k in RECORDED or k == "dropout"}
+    return model, TRAINING.but(seed=seed, **changes)
 
 
 def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sentences=None,
@@ -207,11 +212,13 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
     from course import evaluation, training
     from course.agreement import load_pairs
     from course.data import Vocab
+    from course.runs import Run
     log = log or (lambda line: None)
     label, cell_name, size = MODELS[name]
+    train_s = settings_of(name, seed)[1]
     key = f"{name}-s{seed}"
-    record_path, folder = Path(records) / f"{key}.json", Path(work) / key
-    settings = {**({} if cell_name.startswith("ngram:") else {**SCHEDULE, **size}), "cell": cell_name,
+    record_path = Path(records) / f"{key}.json"
+    settings = {**({} if cell_name.startswith("ngram:") else {**schedule(train_s), **size}), "cell": cell_name,
                 "max_sentences": max_sentences}
     record = {"model": name, "label": label, "seed": seed, "settings": settings, "epochs": []}
     if cell_name.startswith("ngram:") and not record_path.exists():
@@ -224,41 +231,41 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
         if "final" in saved:
             return saved
         record = saved
-    if not _claim(folder / "lock"):
+    run_dir = Run(Path(work) / key, record=record_path, built_in_code=True)
+    run_dir.refuse_old_layout()
+    if not run_dir.claim():
         log(f"{key}: another process is training it")
         return None
     runtime.init(seed=seed)
     vocab = Vocab.build(splits["train"])
     model = build_model(vocab, cell_name, size)
     record.update(params=used_params(model, cell_name, size), machine=machine())
-    latest, best_path = folder / "latest.dy", folder / "best.dy"
     rows = record["epochs"]
-    if rows and not (latest.exists() and best_path.exists()):
-        log(f"{key}: no checkpoint in {folder}; training again from the start")
+    if rows and not run_dir.last.is_dir():
+        log(f"{key}: no checkpoint in {run_dir.folder}; training again from the start")
         rows.clear()
     if rows:
-        model.pc.populate(str(latest))
+        run_dir.load()                  # resume/ and checkpoint/ are the ones the record names
+        model.restore(run_dir.last)
         log(f"{key}: continuing after epoch {len(rows)}")
-    # the engine's history is the record's rows: each epoch's row is rewritten by record_epoch below
-    state = training.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else settings["lr"],
+    # the engine's history is the record's rows: each epoch's row is rewritten by save below
+    state = training.TrainState(len(rows) + 1, 0, rows[-1]["lr_next"] if rows else train_s.lr,
                           min((r["valid_ppl"] for r in rows), default=math.inf), rows)
     Path(records).mkdir(parents=True, exist_ok=True)
     clock = {"start": time.perf_counter(), "cpu": time.process_time(), "resumed": bool(rows)}
 
     def save(state, improved):
-        if improved:
-            save_parameters(model.pc, best_path)
-        save_parameters(model.pc, latest)
-
-    def record_epoch(row, state):
-        """The engine's row as the records have always held it, written after each epoch."""
-        lr = rows[-2]["lr_next"] if len(rows) > 1 else settings["lr"]     # as set, not as DyNet's float32 reads
+        """The engine's row as the records have always held it; then the run is saved."""
+        row = rows[-1]
+        lr = rows[-2]["lr_next"] if len(rows) > 1 else train_s.lr     # as set, not as DyNet's float32 reads
         rows[-1] = {"epoch": row["epoch"], "lr": lr, "lr_next": state.lr, "train_ppl": row["train_ppl"],
                     "valid_ppl": row["valid_ppl"], "improved": row["improved"], "tokens_per_s": row["tokens_per_s"],
                     "train_seconds": row["seconds"], "train_cpu_seconds": row["cpu_seconds"],
                     "seconds": time.perf_counter() - clock["start"], "cpu_seconds": time.process_time() - clock["cpu"],
                     "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}
-        write_json(record_path, record)
+        run_dir.save(model, state, improved, record)
+
+    def record_epoch(_, state):
         row = rows[-1]
         log(f"{key}: epoch {row['epoch']}  lr {row['lr']:.3g}  train {row['train_ppl']:.2f}  valid "
             f"{row['valid_ppl']:.2f}{'' if row['improved'] else '  (no gain: lr halved)'}  "
@@ -267,33 +274,33 @@ def run(name: str, seed: int, splits: dict, records=RECORDS, work=WORK, max_sent
         if after_epoch:
             after_epoch(row)
 
-    if not _stopped(rows, settings):
+    if not _stopped(rows, train_s):
         try:
             training.train(model, training_sentences(splits, size.get("train_tokens")), splits["valid"],
-                     engine_settings(settings, seed), schedule=plateau(settings), progress=False, log=None,
+                     train_s, progress=False, log=None,
                      resume=state, on_save=save, on_epoch=record_epoch)
         except training.TrainingDiverged as err:         # recorded as a last epoch of infinite perplexity
-            lr = rows[-1]["lr_next"] if rows else settings["lr"]
-            rows.append({"epoch": len(rows) + 1, "lr": lr, "lr_next": lr * settings["lr_decay"],
+            lr = rows[-1]["lr_next"] if rows else train_s.lr
+            rows.append({"epoch": len(rows) + 1, "lr": lr, "lr_next": lr * train_s.lr_decay,
                          "train_ppl": math.inf, "valid_ppl": math.inf, "improved": False, "diverged": str(err),
                          "seconds": time.perf_counter() - clock["start"],
                          "cpu_seconds": time.process_time() - clock["cpu"], "resumed": clock["resumed"], "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")})
-            write_json(record_path, record)
+            run_dir.write(record)
             log(f"{key}: {err}")
     start, cpu = time.perf_counter(), time.process_time()
     best = min(rows, key=lambda r: r["valid_ppl"])
-    record["final"] = {"best_epoch": best["epoch"], "stopped": _stopped(rows, settings),
+    record["final"] = {"best_epoch": best["epoch"], "stopped": _stopped(rows, train_s),
                        "valid_ppl": math.inf, "test_ppl": math.inf, "pairs": ""}
     if math.isfinite(best["valid_ppl"]):          # a run that diverged in its first epoch has no model
-        model.pc.populate(str(best_path))
+        model.restore(run_dir.best)
         record["final"].update(valid_ppl=evaluation.evaluate(model, splits["valid"]),
                                test_ppl=evaluation.evaluate(model, splits["test"]),
                                pairs=pair_outcomes(model, load_pairs()[:max_sentences] if max_sentences
                                                    else load_pairs()))
     record["final"].update(seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu,
                            finished_at=time.strftime("%Y-%m-%d %H:%M:%S"))
-    write_json(record_path, record)
-    (folder / "lock").unlink(missing_ok=True)
+    run_dir.write(record)
+    run_dir.release()
     log(f"{key}: best epoch {best['epoch']} of {len(rows)}: valid {record['final']['valid_ppl']:.2f}, "
         f"test {record['final']['test_ppl']:.2f}")
     return record
@@ -317,15 +324,16 @@ def baseline(name: str, splits: dict, record_path: Path, settings: dict, max_sen
     return record
 
 
-def _stopped(rows, settings) -> str | None:
+def _stopped(rows, train_s: Settings) -> str | None:
     """Why the run stops after these epochs, or None while it goes on."""
+    from course import schedules
     if rows and not math.isfinite(rows[-1]["valid_ppl"]):
         return "diverged"
-    reason = plateau(settings).stop(rows)
+    reason = schedules.of(train_s).stop(rows)
     if reason:
         return reason
-    if len(rows) >= settings["max_epochs"]:
-        return f"{settings['max_epochs']} epochs"
+    if len(rows) >= train_s.epochs:
+        return f"{train_s.epochs} epochs"
     return None
 
 

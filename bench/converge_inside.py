@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from common import ROOT
-from converge import ATTENTION, DEPTH, MODELS, NGRAMS, RECORDS, WORK, build_model, load_splits
+from converge import ATTENTION, DEPTH, MODELS, NGRAMS, RECORDS, WORK, best_parameters, build_model, load_splits
 
 from course import runtime
 from course.bench import BUILDER_PARAMETERS
@@ -56,7 +56,7 @@ def load_best(name: str, seed: int, splits: dict, work=WORK):
     """The best epoch of a finished run, as a course.lm.RNNLM with its reference cell."""
     from course.data import Vocab
     _, cell_name, size = MODELS[name]
-    best = Path(work) / f"{name}-s{seed}" / "best.dy"
+    best = best_parameters(name, seed, work)
     if not best.exists():
         raise FileNotFoundError(f"{best} is missing: train the run first (python bench/converge.py "
                                 f"--models {name} --seeds {seed})")
@@ -199,7 +199,7 @@ def main():
     runtime.init(seed=1, mem=1536)
     splits = load_splits()
     for name in WEIGHTS:
-        if (WORK / f"{name}-s1" / "best.dy").exists():
+        if best_parameters(name, 1).exists():
             print(f"wrote {export_weights(name, 1, splits).relative_to(ROOT)}", flush=True)
     pairs = far_number_pairs()
     path = RECORDS / "arrows.json"
@@ -219,7 +219,7 @@ def main():
             print(f"{name}: perplexity {fit['train_ppl']:.2f} on the training split (its floor "
                   f"{fit['train_floor']:.2f})", flush=True)
     chosen = sorted(pairs, key=lambda p: (len(p.words[:p.target_index]), p.distance))[::len(pairs) // GATE_SENTENCES]
-    if (WORK / f"{GATES_OF}-s1" / "best.dy").exists():
+    if best_parameters(GATES_OF, 1).exists():
         print(f"wrote {record_gates(load_best(GATES_OF, 1, splits), chosen[:GATE_SENTENCES], RECORDS / f'{GATES_OF}-s1-gates.npz').relative_to(ROOT)}")
     for name in ATTENTION:
         path = RECORDS / f"{name}-s1-attention.npz"

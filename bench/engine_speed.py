@@ -52,7 +52,10 @@ def old_module(name: str, folder: Path):
 def converge_worker(which: str, max_sentences: int, folder: Path) -> dict:
     """One converge run of 2 epochs; its per-epoch perplexities and tokens/s."""
     converge = old_module("converge", folder) if which == "old" else __import__("converge")
-    converge.SCHEDULE["max_epochs"] = 2
+    if which == "old":          # the old bench's schedule was a dict
+        converge.SCHEDULE["max_epochs"] = 2
+    else:
+        converge.TRAINING = converge.TRAINING.but(epochs=2)
     splits = converge.load_splits(max_sentences)
     record = converge.run("lstm", 1, splits, folder / "records", folder / "work", max_sentences=max_sentences,
                           log=None)

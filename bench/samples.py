@@ -36,7 +36,7 @@ def record_of(name: str, folder: Path) -> dict:
 def train_converged(name: str, folder: Path):
     """Seed 1 of bench/converge.py's run NAME again, exactly as its main() trains it, but with
     its record and checkpoints in FOLDER (bench/converge.py keeps only its best epoch's
-    parameters there, as NAME-s1/best.dy). Resumable per epoch like any converge run."""
+    parameters there, in NAME-s1/checkpoint/). Resumable per epoch like any converge run."""
     import converge
     from course import runtime
     runtime.init(seed=SEED, mem=1536)

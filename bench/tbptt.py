@@ -68,9 +68,10 @@ def updates(settings: dict) -> int:
     from course.__main__ import read_splits
     from course.data import Vocab
     from course.settings import Settings
-    splits, full_train, _ = read_splits(settings)
-    vocab = Vocab.build(full_train, max_size=settings["vocab_size"])
-    return len(sources.of(Settings.from_dict(settings), splits["train"], vocab))
+    training = Settings.from_dict(settings)
+    splits, full_train, _ = read_splits(training)
+    vocab = Vocab.build(full_train, max_size=training.vocab_size)
+    return len(sources.of(training, splits["train"], vocab))
 
 
 def run_all(seeds: int, max_tokens: int, folder: Path) -> dict:

@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
 import sys
 from pathlib import Path
-from dataclasses import fields
 from shlex import quote
 
-from course.settings import DEFAULT_LR, DEFAULTS, OPTIMIZERS, Settings
+from course.settings import (POSITIVE, ModelSettings, Settings, add_options, from_record, number,
+                             record)
 
 INTERRUPTED = 130            # the shell's exit status for a run stopped by Ctrl-C
 TERMINATED = 143             # ... and by SIGTERM
@@ -22,25 +21,6 @@ DEFAULT_SAMPLE_LENGTH = 100  # tokens of a sampled sentence (5 times as many for
 
 # --------------------------------------------------------------------------- option types
 
-def _number(kind, low=None, high=None, low_open=False, example=""):
-    """An argparse type: ``kind`` within bounds, else a message naming the value and a fix."""
-    def convert(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = math.nan
-        above = low is None or value > low or (value == low and not low_open)
-        if not (math.isfinite(value) and above and (high is None or value <= high)):
-            bounds = [f"> {low:g}" if low_open else f">= {low:g}"] if low is not None else []
-            bounds += [f"<= {high:g}"] if high is not None else []
-            bounds = " and ".join(bounds)
-            raise argparse.ArgumentTypeError(
-                f"got {text!r}; give {'an integer' if kind is int else 'a number'} {bounds}{example}")
-        return value
-    return convert
-
-
-POSITIVE = _number(int, 1)
 
 
 def _memory_mb() -> int:
@@ -49,36 +29,26 @@ def _memory_mb() -> int:
 
 # --------------------------------------------------------------------------- corpus
 
-def _add_corpus(parser, default):
-    parser.add_argument("--corpus", default=default,
-                        help="course (the shipped grammar corpus), ptb, wikitext-2, a folder holding "
-                             "train/valid/test files, or a text file of your own (split in order: "
-                             "first 80%% of its lines train, next 10%% valid, last 10%% test)"
-                             + ("" if default else "; default: the corpus the model was trained on"))
-    parser.add_argument("--max-sentences", type=POSITIVE, default=None,
-                        help="use only the first N sentences of each split (quick runs)")
-
-
-def read_splits(data: dict) -> tuple[dict, list, list]:
+def read_splits(data: Settings) -> tuple[dict, list, list]:
     """The train/valid/test sentences a run uses, as ``data`` describes them (corpus,
     unit, max_sentences, max_length, max_tokens); the training split before
     ``max_tokens`` (the vocabulary's source); and notes for the user."""
     from course.corpora import FILE_SPLIT, SPLITS, is_text_file, read_corpus
     from course.data import first_tokens, split_long
-    splits = {s: read_corpus(data["corpus"], s, data["unit"]) for s in SPLITS}
+    splits = {s: read_corpus(data.corpus, s, data.unit) for s in SPLITS}
     notes = []
-    if is_text_file(data["corpus"]):
-        notes.append(f"{data['corpus']} is one file, split in order: {FILE_SPLIT}")
-    if data["max_sentences"]:
-        splits = {s: v[:data["max_sentences"]] for s, v in splits.items()}
+    if is_text_file(data.corpus):
+        notes.append(f"{data.corpus} is one file, split in order: {FILE_SPLIT}")
+    if data.max_sentences:
+        splits = {s: v[:data.max_sentences] for s, v in splits.items()}
     for split in SPLITS:
-        splits[split], n_cut = split_long(splits[split], data["max_length"])
+        splits[split], n_cut = split_long(splits[split], data.max_length)
         if n_cut:
-            notes.append(f"{n_cut:,} {split} line(s) longer than {data['max_length']:,} tokens were cut "
-                         f"into pieces of {data['max_length']:,} (--max-length)")
+            notes.append(f"{n_cut:,} {split} line(s) longer than {data.max_length:,} tokens were cut "
+                         f"into pieces of {data.max_length:,} (--max-length)")
     full_train = splits["train"]
-    if data["max_tokens"]:
-        splits["train"] = first_tokens(full_train, data["max_tokens"])
+    if data.max_tokens:
+        splits["train"] = first_tokens(full_train, data.max_tokens)
         notes.append(f"training on the first {sum(map(len, splits['train'])):,} of "
                      f"{sum(map(len, full_train)):,} tokens (--max-tokens); the vocabulary comes from all")
     return splits, full_train, notes
@@ -115,7 +85,7 @@ def _print_table(model_ppl: dict, yardstick: dict, label: str) -> None:
 # --------------------------------------------------------------------------- train
 
 DATA = ("corpus", "unit", "max_sentences", "max_tokens", "max_length", "stream")   # what a checkpoint records
-SETTINGS = tuple(f.name for f in fields(Settings))       # every option that is a training setting
+SETTINGS = tuple(record(ModelSettings(), Settings()))   # every option that is a setting of the model or training
 MAY_CHANGE_ON_RESUME = {"epochs", "mem", "gpu", "progress"}
 
 
@@ -154,26 +124,23 @@ def _corpus_name(corpus: str) -> str:
     return corpus if corpus == "course" or corpus in KNOWN else str(Path(corpus).expanduser().resolve())
 
 
-def _settings(args) -> dict:
-    corpus = _corpus_name(args.corpus)
-    cell = args.cell
-    if ":" in cell:
-        path, _, function = cell.rpartition(":")
-        cell = f"{Path(path).expanduser().resolve()}:{function}"
-    return {**Settings(**{k: getattr(args, k) for k in SETTINGS}).to_dict(), "corpus": corpus, "cell": cell}
+def _settings(args) -> tuple[ModelSettings, Settings]:
+    """The options' settings, with the corpus and a cell's file as a run records them."""
+    model = ModelSettings.from_args(args)
+    if ":" in model.cell:
+        path, _, function = model.cell.rpartition(":")
+        model = model.but(cell=f"{Path(path).expanduser().resolve()}:{function}")
+    return model, Settings.from_args(args).but(corpus=_corpus_name(args.corpus))
 
 
-def _check_settings(s: dict) -> None:
-    """Checks across options, before anything is read or trained."""
+def _check_settings(model: ModelSettings, train_s: Settings) -> None:
+    """Checks across options, before anything is read or trained (ModelSettings checks its sizes)."""
     from course import corpora, lm
-    corpora.corpus_sha256(s["corpus"])          # the corpus is there
-    if s.get("reset_state") and not s["stream"]:
+    corpora.corpus_sha256(train_s.corpus)          # the corpus is there
+    if train_s.reset_state and not train_s.stream:
         raise ValueError("--reset-state starts every segment of a stream from zeros: it needs --stream "
                          "(sentences always start from zeros)")
-    if s["residual"] and s["embed"] != s["hidden"]:
-        raise ValueError(f"--residual adds a layer's input to its output, so --embed ({s['embed']}) "
-                         f"must equal --hidden ({s['hidden']})")
-    if s["residual"] == "lateral" and s["cell"] in lm.BUILDERS:
+    if model.residual == "lateral" and model.cell in lm.BUILDERS:
         raise ValueError("--residual lateral rewrites the recurrent state, which DyNet's builders keep "
                          "to themselves: use --residual vertical, or a --cell file.py:step of your own")
 
@@ -194,114 +161,119 @@ def _available_mb() -> int:
     return _memory_mb()
 
 
-def _memory_needed_mb(s: dict, vocab_size: int, batch: int, steps: int) -> tuple[float, float]:
+def _memory_needed_mb(m: ModelSettings, vocab_size: int, batch: int, steps: int) -> tuple[float, float]:
     """(parameters, parameters and the largest batch's graph) in MB, estimated: the
     parameters with gradients and Adam's two moments; per position of a batch the
     recurrent layers' values and gradients, and the softmax whole or in chunks
     (course.lm.SOFTMAX_BUDGET)."""
     from course import lm
-    d, h, layers = s["embed"], s["hidden"], s["layers"]
+    d, h, layers = m.embed, m.hidden, m.layers
     params = vocab_size * (d + h + 1) + layers * 4 * h * (max(d, h) + h + 1)
     positions = batch * steps
-    recurrent = positions * (STATE_FLOATS.get(s["cell"], STATE_FLOATS["lstm"]) * h * layers + 2 * d)
+    recurrent = positions * (STATE_FLOATS.get(m.cell, STATE_FLOATS["lstm"]) * h * layers + 2 * d)
     softmax = positions * vocab_size
     softmax = 3 * softmax if softmax <= lm.SOFTMAX_BUDGET else 3 * lm.SOFTMAX_CHUNK + 2 * positions * h
     return params * 16 / 2**20, params * 16 / 2**20 + (recurrent + softmax) * 4 / 2**20
 
 
-def _check_memory(s: dict, vocab_size: int, train, mem: int | None) -> None:
+def _check_memory(m: ModelSettings, s: Settings, vocab_size: int, train, mem: int | None) -> None:
     """Refuse, before training, a run whose parameters or largest batch cannot fit in the
     memory available now (or in --mem, where it is given), naming the numbers and the fix."""
     limit = min(_available_mb(), mem or math.inf)
     where = f"--mem {mem:,} MB" if mem and mem <= _available_mb() else f"the {limit:,} MB this machine has free"
-    d, h = s["embed"], s["hidden"]
-    steps = s["bptt"] if s.get("stream") else max(map(len, train)) + 1
-    batch = s["batch_size"] if s.get("stream") else min(s["batch_size"], len(train))
-    params_mb, need_mb = _memory_needed_mb(s, vocab_size, batch, steps)
+    d, h = m.embed, m.hidden
+    steps = s.bptt if s.stream else max(map(len, train)) + 1
+    batch = s.batch_size if s.stream else min(s.batch_size, len(train))
+    params_mb, need_mb = _memory_needed_mb(m, vocab_size, batch, steps)
     if params_mb > limit:
-        raise ValueError(f"a model of --embed {d}, --hidden {h}, --layers {s['layers']} on a vocabulary of "
+        raise ValueError(f"a model of --embed {d}, --hidden {h}, --layers {m.layers} on a vocabulary of "
                          f"{vocab_size:,} needs about {params_mb:,.0f} MB for its parameters alone, more than "
                          f"{where}: make it smaller (or --vocab-size).")
     if need_mb > limit:
         fits = next((b for b in (2 ** k for k in range(20, -1, -1)) if b < batch
-                     and _memory_needed_mb(s, vocab_size, b, steps)[1] <= limit / 2), None)
+                     and _memory_needed_mb(m, vocab_size, b, steps)[1] <= limit / 2), None)
         raise ValueError(f"training needs about {need_mb:,.0f} MB, more than {where}: its largest batch holds "
-                         f"{batch:,} sentences of up to {steps - 1:,} tokens (--batch-size {s['batch_size']:,}, "
-                         f"--max-length {s['max_length']:,}), a model of --hidden {h} x --layers {s['layers']} "
+                         f"{batch:,} sentences of up to {steps - 1:,} tokens (--batch-size {s.batch_size:,}, "
+                         f"--max-length {s.max_length:,}), a model of --hidden {h} x --layers {m.layers} "
                          f"on a vocabulary of {vocab_size:,}. "
                          + (f"Lower --batch-size (--batch-size {fits} needs about "
-                            f"{_memory_needed_mb(s, vocab_size, fits, steps)[1]:,.0f} MB)" if fits
+                            f"{_memory_needed_mb(m, vocab_size, fits, steps)[1]:,.0f} MB)" if fits
                             else "Make the model smaller") + " or --max-length.")
 
 
 def cmd_train(args, given: set) -> int:
     from course import runs
     out = Path(args.resume or args.out) if (args.resume or args.out) else None
+    run = runs.Run(out) if out else None
     metrics = {"history": []}
     if args.resume:
-        metrics = runs.load(out)
-        saved = metrics["settings"]
-        ours = _settings(args)
-        changed = sorted(k for k in given - MAY_CHANGE_ON_RESUME if k in ours and ours[k] != saved.get(k))
-        if changed:
-            shown = ", ".join(f"--{k.replace('_', '-')} {ours[k]} (the run's: {saved.get(k)})" for k in changed)
-            raise ValueError(f"--resume continues {out} with its own settings; {shown} differ: leave them "
-                             "out, or start a new run with --out.")
-        settings = {**Settings.from_dict(saved).to_dict(),       # a run older than a setting: its default
-                    "epochs": args.epochs if "epochs" in given else saved["epochs"]}
-        if metrics.get("status") == "finished" and settings["epochs"] <= len(metrics["history"]):
-            raise ValueError(f"{out} has finished its {len(metrics['history'])} epoch(s): to train it further, "
-                             f"pass --epochs N with N > {len(metrics['history'])}.")
+        metrics = run.load()
+        model_s, train_s = _resumed(metrics, args, given, out)
     else:
-        settings = _settings(args)
-    metrics["settings"] = settings
+        model_s, train_s = _settings(args)
+    metrics["settings"] = record(model_s, train_s)
     from course import runtime
-    runtime.init(seed=settings["seed"], mem=args.mem, gpu=args.gpu or None)
+    runtime.init(seed=train_s.seed, mem=args.mem, gpu=args.gpu or None)
     if not args.resume:
-        _check_settings(settings)
+        _check_settings(model_s, train_s)
         if out:
-            runs.check(out, args.overwrite)
+            run.check_new(args.overwrite)
     print(runtime.describe())
-    return _train(settings, metrics, args, out, given)
+    try:
+        return _train(model_s, train_s, metrics, args, run, given)
+    finally:
+        if run:
+            run.release()
 
 
-def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) -> int:
+def _resumed(metrics: dict, args, given: set, out: Path) -> tuple[ModelSettings, Settings]:
+    """The settings a run continues with: its own (a run older than a setting: today's
+    default), --epochs if given; any other setting given that differs is refused."""
+    saved = metrics["settings"]
+    ours = record(*_settings(args))
+    changed = sorted(k for k in given - MAY_CHANGE_ON_RESUME if k in ours and ours[k] != saved.get(k))
+    if changed:
+        shown = ", ".join(f"--{k.replace('_', '-')} {ours[k]} (the run's: {saved.get(k)})" for k in changed)
+        raise ValueError(f"--resume continues {out} with its own settings; {shown} differ: leave them "
+                         "out, or start a new run with --out.")
+    model_s, train_s = from_record(saved)
+    train_s = train_s.but(epochs=args.epochs if "epochs" in given else saved["epochs"])
+    if metrics.get("status") == "finished" and train_s.epochs <= len(metrics["history"]):
+        raise ValueError(f"{out} has finished its {len(metrics['history'])} epoch(s): to train it further, "
+                         f"pass --epochs N with N > {len(metrics['history'])}.")
+    return model_s, train_s
+
+
+def _train(model_s: ModelSettings, train_s: Settings, metrics: dict, args, run, given: set) -> int:
     from course import cell_files, corpora, lm, runs, sources, training
     from course.data import Vocab, tokens_sha256
-    cell = cell_files.resolve_cell(settings["cell"])
-    splits, full_train, notes = read_splits(settings)
+    out = run and run.folder
+    splits, full_train, notes = read_splits(train_s)
     data_sha = tokens_sha256(splits["train"])
     if args.resume:
-        state, record = runs.resume_state(out)
-        if record["data"]["train_sha256"] != data_sha:
+        state, record_ = run.resume_state()
+        if record_["data"]["train_sha256"] != data_sha:
             raise ValueError(f"the training data of {out} have changed since the run started (corpus "
-                             f"{settings['corpus']}): restore them, or start a new run with --out.")
+                             f"{train_s.corpus}): restore them, or start a new run with --out.")
+        cell = cell_files.resolve_cell(model_s.cell)
         model = lm.RNNLM.load(out / "resume", None if isinstance(cell, str) else cell)
         vocab = model.vocab
         print(f"continuing {out} at epoch {state.epoch}, batch {state.batch}"
               + (" (Adam's moment estimates start again from zero: see the README)"
-                 if settings["optimizer"] == "adam" and (state.batch or state.epoch > 1) else ""))
+                 if train_s.optimizer == "adam" and (state.batch or state.epoch > 1) else ""))
     else:
         state, model = None, None
-        vocab = Vocab.build(full_train, max_size=settings["vocab_size"])
-    unknown, literal = {}, {}
-    for split in corpora.SPLITS:
-        n_unknown, n_tokens, n_literal = _unknown(splits[split], vocab)
-        unknown[split], literal[split] = n_unknown / max(n_tokens, 1), n_literal / max(n_tokens, 1)
-    notes.append("tokens not in the vocabulary (read as <unk>): "
-                 + ", ".join(f"{split} {rate:.1%}" for split, rate in unknown.items()))
-    if any(literal.values()):
-        notes.append("tokens that are <unk> in the corpus itself (its own unknown words): "
-                     + ", ".join(f"{split} {rate:.1%}" for split, rate in literal.items()))
+        vocab = Vocab.build(full_train, max_size=train_s.vocab_size)
+    unknown = _unknown_rates(splits, vocab, notes)
     if not args.resume:
-        _check_corpus(splits, unknown, len(vocab), settings)
-    _check_memory(settings, len(vocab), splits["train"], args.mem if "mem" in given else None)
+        _check_corpus(splits, unknown, len(vocab), train_s)
+    _check_memory(model_s, train_s, len(vocab), splits["train"], args.mem if "mem" in given else None)
     if model is None:
-        model = _new_model(settings, cell, vocab)
+        model = lm.RNNLM.from_settings(vocab, model_s, train_s.seed)
     sizes = " / ".join(f"{len(splits[s]):,}" for s in corpora.SPLITS)
-    print(f"corpus {settings['corpus']} ({settings['unit']}s): {sizes} sentences, "
+    print(f"corpus {train_s.corpus} ({train_s.unit}s): {sizes} sentences, "
           f"{sum(map(len, splits['train'])):,} training tokens, vocabulary {len(vocab):,}; model "
-          f"{model.config.cell}, {settings['layers']} x {settings['hidden']} (embed {settings['embed']}), "
+          f"{model.config.cell}, {model_s.layers} x {model_s.hidden} (embed {model_s.embed}), "
           f"{model.param_count():,} parameters")
     for note in notes:
         print(f"  {note}")
@@ -309,8 +281,8 @@ def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) ->
     yardstick = _yardstick(splits, vocab, ("valid", "test"))
     print("yardstick (perplexity to beat): " + "; ".join(
         f"{name} valid {ppl['valid']:.2f}, test {ppl['test']:.2f}" for name, ppl in yardstick.items()))
-    info = {"data": {**{k: settings[k] for k in DATA}, "train_sha256": data_sha,
-                     "corpus_sha256": corpora.corpus_sha256(settings["corpus"])},
+    info = {"data": {**{k: getattr(train_s, k) for k in DATA}, "train_sha256": data_sha,
+                     "corpus_sha256": corpora.corpus_sha256(train_s.corpus)},
             "unknown": unknown}
     metrics["status"] = "training"
     saved = {}
@@ -319,64 +291,70 @@ def _train(settings: dict, metrics: dict, args, out: Path | None, given: set) ->
         interrupts.saving = True
         try:
             metrics["status"] = "interrupted" if interrupts.requested else "training"
-            runs.save(out, model, state, improved, metrics, info)
+            metrics["history"] = state.history
+            run.save(model, state, improved, metrics, info)
             saved["state"] = state
         finally:
             interrupts.saving = False
 
     if out and not args.resume:
-        runs.start(out)
+        run.start()
+    if out and not run.claim():
+        raise runs.RunError(f"{out} is being trained by another process (its pid is in {run.lock}): wait for "
+                            "it, or stop it.")
     if out:
         print(f"training; every epoch is saved in {out}, and Ctrl-C saves and stops "
               f"(`python -m course train --resume {quote(str(out))}` continues)", flush=True)
     with Interrupts() if out else _NoInterrupts() as interrupts:
         metrics["history"] = training.train(
-            model, splits["train"], splits["valid"], Settings.from_dict(settings), progress=args.progress,
+            model, splits["train"], splits["valid"], train_s, progress=args.progress,
             resume=state, stop=lambda: interrupts.requested, on_save=on_save if out else None, resumable=True)
     stopped = saved.get("state")
-    if interrupts.requested and stopped is not None and stopped.epoch <= settings["epochs"]:
-        n_batches = min(len(sources.of(Settings.from_dict(settings), splits["train"], model.vocab)),
-                        settings["max_batches"] or math.inf)
+    if interrupts.requested and stopped is not None and stopped.epoch <= train_s.epochs:
+        n_batches = min(len(sources.of(train_s, splits["train"], model.vocab)), train_s.max_batches or math.inf)
         where = (f"after batch {stopped.batch:,} of {n_batches:,} in epoch {stopped.epoch}" if stopped.batch
                  else f"before epoch {stopped.epoch}")
         print(f"stopped {where}; saved in {out / 'resume'}. Continue with:\n"
               f"  python -m course train --resume {quote(str(out))}")
         return interrupts.status
-    return _finish(model, splits, settings, metrics, out, yardstick, args)
+    return _finish(model, splits, train_s, metrics, run, yardstick, args)
 
 
-def _check_corpus(splits: dict, unknown: dict, vocab_size: int, s: dict) -> None:
+def _unknown_rates(splits: dict, vocab, notes: list) -> dict:
+    """Each split's share of tokens not in the vocabulary; ``notes`` says it (and the share
+    that is ``<unk>`` in the corpus itself, where there is one)."""
+    from course.corpora import SPLITS
+    unknown, literal = {}, {}
+    for split in SPLITS:
+        n_unknown, n_tokens, n_literal = _unknown(splits[split], vocab)
+        unknown[split], literal[split] = n_unknown / max(n_tokens, 1), n_literal / max(n_tokens, 1)
+    notes.append("tokens not in the vocabulary (read as <unk>): "
+                 + ", ".join(f"{split} {rate:.1%}" for split, rate in unknown.items()))
+    if any(literal.values()):
+        notes.append("tokens that are <unk> in the corpus itself (its own unknown words): "
+                     + ", ".join(f"{split} {rate:.1%}" for split, rate in literal.items()))
+    return unknown
+
+
+def _check_corpus(splits: dict, unknown: dict, vocab_size: int, s: Settings) -> None:
     """Refuse, before anything is written, a corpus too small for its splits: an empty
     split, or one whose tokens are mostly outside the vocabulary (which then could not
     be scored: see course.data.encode)."""
     from course.data import DataError
     sizes = " / ".join(f"{len(v):,}" for v in splits.values())
-    fix = ("give more sentences (a larger --max-sentences, or a longer corpus" if s["max_sentences"]
+    fix = ("give more sentences (a larger --max-sentences, or a longer corpus" if s.max_sentences
            else "give more text (") + "; one file is split 80/10/10% by lines)"
     empty = [split for split, sentences in splits.items() if not sentences]
     if empty:
-        raise DataError(f"the {' and '.join(empty)} split of {s['corpus']} holds no sentences (train / valid / "
+        raise DataError(f"the {' and '.join(empty)} split of {s.corpus} holds no sentences (train / valid / "
                         f"test: {sizes}): {fix}.")
     worst = max(unknown, key=unknown.get)
     if unknown[worst] > 0.5:
-        cause = (f"--vocab-size {s['vocab_size']} keeps too few words: raise it" if s["vocab_size"]
+        cause = (f"--vocab-size {s.vocab_size} keeps too few words: raise it" if s.vocab_size
                  else f"The training split is too small to hold their words: {fix}")
         raise DataError(f"{unknown[worst]:.0%} of the {worst} tokens are not in the vocabulary of {vocab_size:,} words "
                         f"(train / valid / test: {sizes} sentences); a model could only learn to say <unk>. "
                         f"{cause[0].upper()}{cause[1:]}.")
-
-
-def _new_model(settings: dict, cell, vocab):
-    from course import corpora, lm
-    extra = {}
-    if not isinstance(cell, str):          # a step function from a file: the checkpoint names it
-        path, _, function = settings["cell"].rpartition(":")
-        extra = {"cell_file": path, "cell_function": function, "cell_sha256": corpora.sha256_of(path)}
-    model = lm.RNNLM(vocab, cell, settings["embed"], settings["hidden"], settings["layers"],
-                     settings["residual"], extra=extra)
-    if settings.get("init_scale"):
-        model.init_uniform(settings["init_scale"], settings["seed"])
-    return model
 
 
 class _NoInterrupts:
@@ -391,10 +369,10 @@ class _NoInterrupts:
         return False
 
 
-def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
+def _finish(model, splits, train_s: Settings, metrics, run, yardstick, args) -> int:
     from course import evaluation, runtime
     history = metrics["history"]
-    best = len(history)
+    best, out = len(history), run and run.folder
     if out:        # score the best epoch's parameters, which the checkpoint holds
         if "checkpoint" not in metrics:
             raise ValueError("no epoch reached a finite held-out perplexity (the model diverged): "
@@ -404,25 +382,24 @@ def _finish(model, splits, settings, metrics, out, yardstick, args) -> int:
             model.restore(out / "checkpoint")
     print(f"scoring the test split ({len(splits['test']):,} sentences) with epoch {best}'s model", flush=True)
     ppl = {"valid": history[best - 1]["valid_ppl"],
-           "test": evaluation.held_out(model, splits["test"], Settings.from_dict(settings).stream,
+           "test": evaluation.held_out(model, splits["test"], train_s.stream,
                                        progress="test" if args.progress else None)}
     _print_table(ppl, yardstick, f"this model (epoch {best})")
     bits = {split: math.log2(value) for split, value in ppl.items()}   # per predicted character, </s> counted
-    if settings["unit"] == "char":
+    if train_s.unit == "char":
         print("bits per character: " + ", ".join(f"{split} {value:.3f}" for split, value in bits.items()))
-    if settings["corpus"] == "course" and settings["unit"] == "word":
+    if train_s.corpus == "course" and train_s.unit == "word":
         from course.grammar import floor_perplexity
         print(f"the grammar's floor (no model can beat it in expectation): test {floor_perplexity('test'):.2f}")
     if not out:
         return 0
     metrics.update({
         "status": "finished", "valid_ppl": ppl["valid"], "test_ppl": ppl["test"], "yardstick": yardstick,
-        **({"bits_per_char": bits} if settings["unit"] == "char" else {}),
+        **({"bits_per_char": bits} if train_s.unit == "char" else {}),
         "tokens_per_s": sum(r["tokens_per_s"] for r in history) / len(history),
         "train_seconds": sum(r["seconds"] for r in history), "params": model.param_count(),
         "runtime": runtime.describe(), "device": runtime.device()})
-    from course.files import write_atomic
-    write_atomic(out / "metrics.json", json.dumps(metrics, indent=1) + "\n")
+    run.write(metrics)
     print(f"wrote {out / 'metrics.json'} and {out / 'checkpoint'}")
     return 0
 
@@ -445,7 +422,7 @@ def _load(path: str, gpu: bool, seed: int = 1):
     from course import runs, runtime
     checkpoint, run = _checkpoint_of(Path(path))
     if run is not None:
-        runs.load(run)
+        runs.Run(run).load()
     runtime.init(seed=seed, gpu=gpu or None)
     from course import lm
     record = lm.read_record(checkpoint)
@@ -467,8 +444,7 @@ def cmd_evaluate(args, given: set) -> int:
     if limit and not args.max_sentences:
         print(f"scoring the first {limit:,} sentences of {args.split}, as the model was trained "
               f"(--max-sentences {limit}); pass --max-sentences to change it")
-    data = {"unit": "word", "max_length": DEFAULTS.max_length, **(trained_on or {}),
-            "corpus": corpus, "max_sentences": limit, "max_tokens": None}
+    data = Settings.from_dict({**(trained_on or {}), "corpus": corpus, "max_sentences": limit, "max_tokens": None})
     sentences = read_splits(data)[0][args.split]
     n_unknown, n_tokens, n_literal = _unknown(sentences, model.vocab)
     rate = n_unknown / max(n_tokens, 1)
@@ -488,7 +464,7 @@ def cmd_evaluate(args, given: set) -> int:
     print(f"{corpus} {args.split}: perplexity {ppl:.2f}"
           + (" (read as one stream, as the model was trained)" if stream else ""))
     if own:
-        splits = read_splits(trained_on)[0]
+        splits = read_splits(Settings.from_dict(trained_on))[0]
         yardstick = _yardstick({**splits, args.split: sentences}, model.vocab, (args.split,))
         _print_table({args.split: ppl}, yardstick, "this model")
     else:
@@ -563,11 +539,11 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
 
 def _add_sampling(p, n=10) -> None:
     p.add_argument("--n", type=POSITIVE, default=n, help="how many sentences")
-    p.add_argument("--temperature", type=_number(float, 0.0, low_open=True, example=", e.g. 0.7 or 1"),
+    p.add_argument("--temperature", type=number(float, 0.0, low_open=True, example=", e.g. 0.7 or 1"),
                    default=1.0, help="divides the scores before the softmax: below 1 is more conservative, "
                                      "above 1 more adventurous")
     p.add_argument("--top-k", type=POSITIVE, default=None, help="draw only from the k most probable tokens")
-    p.add_argument("--top-p", type=_number(float, 0.0, 1.0, low_open=True, example=", e.g. 0.9"), default=None,
+    p.add_argument("--top-p", type=number(float, 0.0, 1.0, low_open=True, example=", e.g. 0.9"), default=None,
                    help="then only from the nucleus: the fewest most probable tokens whose probability "
                         "reaches p (Holtzman et al. 2020)")
     p.add_argument("--seed", type=POSITIVE, default=1, help="fixes the draws: the same seed, the same sentences")
@@ -585,74 +561,29 @@ def parser() -> argparse.ArgumentParser:
                        allow_abbrev=False, formatter_class=_Help,
                        description="Train a language model. With --out, every epoch is saved; Ctrl-C "
                                    "saves and stops, and --resume continues the run.")
-    d = DEFAULTS
-    p.add_argument("--cell", default=d.cell,
-                   help="srnn, lstm, gru (DyNet's builders), or a step function of your own: "
-                        "path/to/file.py:lstm_step (with lstm_shapes, and optionally lstm_init, beside it)")
-    _add_corpus(p, d.corpus)
-    p.add_argument("--unit", choices=["word", "char"], default=d.unit,
-                   help="model words or characters (each line's characters, spaces included)")
-    p.add_argument("--max-tokens", type=POSITIVE, default=d.max_tokens,
-                   help="train on the first N tokens of the training split only; the vocabulary is "
-                        "still built from all of it")
-    p.add_argument("--max-length", type=POSITIVE, default=d.max_length,
-                   help="cut lines longer than this many tokens into pieces (memory grows with the "
-                        "longest line)")
-    p.add_argument("--stream", action="store_true", default=d.stream,
-                   help="read the training text as one stream in --batch-size rows, in segments of --bptt "
-                        "steps, the state carried from segment to segment (Zaremba et al. 2014, char-rnn); "
-                        "held-out text is scored as one stream too. Default: each sentence from a fresh state")
-    p.add_argument("--bptt", type=POSITIVE, default=d.bptt, help="steps of a stream's segment (with --stream)")
-    p.add_argument("--reset-state", action="store_true", default=d.reset_state,
-                   help="with --stream: start every segment from zeros, carrying nothing across the cut "
-                        "(to measure what the carried state adds); held-out text is still one stream")
-    p.add_argument("--epochs", type=POSITIVE, default=d.epochs, help="passes over the training split")
-    p.add_argument("--max-batches", type=POSITIVE, default=d.max_batches,
-                   help="end each epoch after this many batches (quick runs)")
-    p.add_argument("--batch-size", type=POSITIVE, default=d.batch_size,
-                   help="sentences per batch (with --stream: rows of the stream)")
-    p.add_argument("--embed", type=POSITIVE, default=d.embed, help="size of the word embeddings")
-    p.add_argument("--hidden", type=POSITIVE, default=d.hidden, help="units of each recurrent layer")
-    p.add_argument("--layers", type=POSITIVE, default=d.layers, help="recurrent layers, stacked")
-    p.add_argument("--residual", choices=["vertical", "lateral"], default=d.residual,
-                   help="residual connections between layers (default: none)")
-    p.add_argument("--init-scale", type=_number(float, 0.0, low_open=True), default=d.init_scale,
-                   help="draw every parameter from U(-s, s) (Zaremba et al. use 0.1; default: DyNet's "
-                        "initialisers, Glorot and a forget bias of 1)")
-    p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default=d.optimizer, help="the training rule")
-    p.add_argument("--lr", type=_number(float, 0.0, low_open=True, example=", e.g. 0.002 for adam, 1 for sgd"),
-                   default=d.lr, help="learning rate; default: " + ", ".join(
-                       f"{rate:g} for {name}" for name, rate in sorted(DEFAULT_LR.items())))
-    p.add_argument("--clip", type=_number(float, 0.0), default=d.clip,
-                   help="clip the gradient to this norm (0: no clipping)")
-    p.add_argument("--dropout", type=_number(float, 0.0, 0.95), default=d.dropout,
-                   help="variational dropout on embeddings and layer outputs (training only)")
-    p.add_argument("--lr-decay", type=_number(float, 0.0, 1.0, low_open=True), default=d.lr_decay,
-                   help="what the learning rate is multiplied by when the schedule lowers it")
-    p.add_argument("--decay-after", type=POSITIVE, default=d.decay_after,
-                   help="lower the learning rate after every epoch past this one "
-                        "(default: lower it when held-out perplexity stops improving)")
-    p.add_argument("--vocab-size", type=_number(int, 4, example=" (3 ids are <unk>, <s>, </s>)"), default=d.vocab_size,
-                   help="keep only the most frequent words (default: every word of the training split)")
-    p.add_argument("--seed", type=POSITIVE, default=d.seed, help="fixes the initial weights, batch order and dropout")
-    p.add_argument("--mem", type=_number(int, 1, _memory_mb(), example=" (MB of memory for DyNet)"),
+    add_options(p.add_argument_group("the model (course.settings.ModelSettings)"), ModelSettings)
+    add_options(p.add_argument_group("the data, the training rule and the schedule (course.settings.Settings)"),
+                Settings)
+    run = p.add_argument_group("the run")
+    run.add_argument("--mem", type=number(int, 1, _memory_mb(), example=" (MB of memory for DyNet)"),
                    default=512, help="MB of memory DyNet starts with (it takes more as needed); when given, "
                                      "also the most the run may need (estimated and checked before training)")
-    p.add_argument("--gpu", action="store_true", help="run on the GPU (needs a CUDA DyNet)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-    where = p.add_mutually_exclusive_group()
+    run.add_argument("--gpu", action="store_true", help="run on the GPU (needs a CUDA DyNet)")
+    run.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    where = run.add_mutually_exclusive_group()
     where.add_argument("--out", default=None,
                        help="a new folder for the run: metrics.json, checkpoint/ (best epoch), resume/")
     where.add_argument("--resume", metavar="OUT", default=None,
                        help="continue the run in OUT where it stopped, with its settings (--epochs may grow)")
-    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
+    run.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="perplexity of a checkpoint on a corpus split", formatter_class=_Help)
     p.add_argument("checkpoint", help="a run's --out folder, or a checkpoint folder")
-    _add_corpus(p, default=None)
+    add_options(p, Settings, only=("corpus", "max_sentences"), corpus=None,
+                notes={"corpus": "; default: the corpus the model was trained on"})
     p.add_argument("--split", default="test", choices=["train", "valid", "test"])
-    p.add_argument("--max-unknown", type=_number(float, 0.0, 1.0), default=DEFAULT_MAX_UNKNOWN,
+    p.add_argument("--max-unknown", type=number(float, 0.0, 1.0), default=DEFAULT_MAX_UNKNOWN,
                    help="refuse to score when more of the tokens than this are not in the model's "
                         f"vocabulary (default {DEFAULT_MAX_UNKNOWN}, or the model's own rate on its corpus)")
     p.add_argument("--gpu", action="store_true")

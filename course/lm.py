@@ -33,12 +33,12 @@ import numpy as np
 
 from course import runtime
 from course.cell import Cell
-from course.cell_files import saved_cell
+from course.cell_files import resolve_cell, saved_cell
 from course.checkpoint import DAMAGED, RECORD, CheckpointError, read_json, read_record
 from course.data import Segment, Vocab, batch_orders, encode, make_batch
 from course.files import save_parameters, sha256_of, write_atomic
 from course.layers import BUILDERS, BuilderLayer, CellLayer, as_batch
-from course.settings import DEFAULTS
+from course.settings import MODEL_DEFAULTS, ModelSettings
 
 dy = runtime.dynet()
 
@@ -55,17 +55,15 @@ SOFTMAX_BUDGET = 1 << 24      # scores (positions x vocabulary) of a batch held 
 SOFTMAX_CHUNK = 1 << 22       # scores of one chunk
 EVAL_POSITIONS = 6_000        # steps x sentences of an evaluation batch, at most (64 PTB sentences fit)
 
-RESIDUAL = (None, "vertical", "lateral")   # none, ResV, ResV + ResL (Odyssey section 5)
-
 
 @dataclass
 class Config:
     """Everything needed to rebuild a model (saved in checkpoints)."""
-    cell: str = "lstm"
+    cell: str = MODEL_DEFAULTS.cell
     vocab_size: int = 0
-    embed: int = DEFAULTS.embed
-    hidden: int = DEFAULTS.hidden
-    layers: int = DEFAULTS.layers
+    embed: int = MODEL_DEFAULTS.embed
+    hidden: int = MODEL_DEFAULTS.hidden
+    layers: int = MODEL_DEFAULTS.layers
     residual: str | None = None
     extra: dict = field(default_factory=dict)   # e.g. the cell factory's arguments
 
@@ -80,16 +78,10 @@ class RNNLM:
     becomes the recurrent h_t); residuals need ``embed == hidden``.
     """
 
-    def __init__(self, vocab: Vocab, cell: Cell | str = DEFAULTS.cell, embed: int = DEFAULTS.embed,
-                 hidden: int = DEFAULTS.hidden, layers: int = DEFAULTS.layers, residual: str | None = None,
-                 pc=None, extra: dict | None = None):
-        if residual not in RESIDUAL:
-            raise ValueError(f"residual must be one of {RESIDUAL}, got {residual!r}")
-        if residual and embed != hidden:
-            raise ValueError(f"residual connections add a layer's input to its output, so embed "
-                             f"({embed}) must equal hidden ({hidden})")
-        if layers < 1:
-            raise ValueError(f"layers must be >= 1, got {layers}")
+    def __init__(self, vocab: Vocab, cell: Cell | str = MODEL_DEFAULTS.cell, embed: int = MODEL_DEFAULTS.embed,
+                 hidden: int = MODEL_DEFAULTS.hidden, layers: int = MODEL_DEFAULTS.layers,
+                 residual: str | None = None, pc=None, extra: dict | None = None):
+        ModelSettings("", embed, hidden, layers, residual)        # the sizes checked, as for from_settings
         if isinstance(cell, str) and cell not in BUILDERS:
             raise ValueError(f"unknown builder {cell!r}: use one of {sorted(BUILDERS)} or pass a Cell")
         self.vocab = vocab
@@ -104,6 +96,24 @@ class RNNLM:
                        for d_in in [embed] + [hidden] * (layers - 1)]
         self.W_hs = self.pc.add_parameters((len(vocab), hidden), name="Whs")
         self.b_s = self.pc.add_parameters((len(vocab),), init=dy.ConstInitializer(0.0), name="bs")
+
+    @classmethod
+    def from_settings(cls, vocab: Vocab, settings: ModelSettings, seed: int = 1, cell: Cell | None = None) -> "RNNLM":
+        """The model ``settings`` describe (:class:`course.settings.ModelSettings`), over ``vocab``.
+        Its cell is ``cell`` where given (a Cell built in code), else the one ``settings.cell``
+        names (:func:`resolve_cell`; a step function from a file is recorded in ``extra``, so
+        that :meth:`load` finds it again); with ``init_scale``, every parameter is drawn from
+        U(-init_scale, init_scale) with ``seed``."""
+        extra = {}
+        if cell is None:
+            cell = resolve_cell(settings.cell)
+            if not isinstance(cell, str):
+                path, _, function = settings.cell.rpartition(":")
+                extra.update(cell_file=path, cell_function=function, cell_sha256=sha256_of(path))
+        model = cls(vocab, cell, settings.embed, settings.hidden, settings.layers, settings.residual, extra=extra)
+        if settings.init_scale:
+            model.init_uniform(settings.init_scale, seed)
+        return model
 
     def init_uniform(self, scale: float, seed: int) -> None:
         """Draw every parameter from U(-scale, scale) with NumPy's generator seeded with

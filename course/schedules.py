@@ -5,7 +5,8 @@ and whether to stop.
 * :class:`Plateau` (the course's default): multiply the rate by ``decay`` after each
   epoch whose held-out perplexity is not below the best so far by at least
   ``min_gain`` (a fraction); with ``patience``, stop at the ``patience``-th such epoch
-  (bench/converge.py: 0.1%, 3).
+  (bench/converge.py: 0.1%, 3). Its parameters are fields of :class:`course.settings.Settings`
+  (``lr_decay``, ``min_gain``, ``patience``), which :func:`of` reads.
 * :class:`FixedDecay` (Zaremba et al. 2014): the rate stays for ``after`` epochs, then is
   multiplied by ``decay`` after every further epoch, whatever the held-out perplexity;
   ``after=None`` keeps it fixed.
@@ -54,7 +55,7 @@ class FixedDecay:
 
 def of(settings) -> Plateau | FixedDecay:
     """The schedule that :class:`course.settings.Settings` names: fixed-then-decay with
-    ``decay_after``, else halving on a plateau."""
+    ``decay_after``, else lowering on a plateau (``min_gain``, ``patience``)."""
     if settings.decay_after is not None:
         return FixedDecay(settings.lr_decay, settings.decay_after)
-    return Plateau(settings.lr_decay)
+    return Plateau(settings.lr_decay, settings.min_gain, settings.patience)

@@ -184,9 +184,13 @@ def test_resume_keeps_the_runs_settings_and_can_train_further(tmp_path, env):
     assert course(env, "train", "--max-sentences", "100", *SMALL, "--out", out).returncode == 0
     refused(course(env, "train", "--resume", out, "--hidden", "32"), "--hidden 32", "the run's: 16")
     refused(course(env, "train", "--resume", out), "has finished its 1 epoch", "--epochs N")
+    (out / "lock").write_text(str(os.getpid()))           # a live process is training it: refused
+    refused(course(env, "train", "--resume", out, "--epochs", "2"), "being trained by another process")
+    assert (out / "lock").read_text() == str(os.getpid())      # the holder keeps its lock
+    (out / "lock").unlink()
     further = course(env, "train", "--resume", out, "--epochs", "2", "--no-progress")
     assert further.returncode == 0, further.stderr
-    assert [r["epoch"] for r in metrics(out)["history"]] == [1, 2]
+    assert [r["epoch"] for r in metrics(out)["history"]] == [1, 2] and not (out / "lock").exists()
     refused(course(env, "train", "--resume", tmp_path / "nothing"), "holds no run")
 
 
@@ -325,7 +329,7 @@ def test_a_bad_option_is_refused_naming_the_value_and_what_to_give(option, value
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--residual", "vertical", "--embed", "8", "--hidden", "16"], "must equal --hidden (16)"),
+    (["--residual", "vertical", "--embed", "8", "--hidden", "16"], "must equal hidden (16)"),
     (["--residual", "lateral", "--embed", "8", "--hidden", "8"], "--residual lateral"),
     (["--hidden", "100000", "--embed", "100000"], "for its parameters alone"),
     (["--corpus", "/nonexistent/corpus"], "unknown corpus"),

@@ -82,16 +82,16 @@ def test_progress_is_on_stderr_and_shown_while_evaluating(tmp_path, env):
 
 
 def test_help_shows_the_defaults_of_the_one_settings_object(env):
-    """Every training setting is an option whose --help default is Settings' own."""
+    """Every setting of the model and of training is an option whose --help default is the field's own."""
     from dataclasses import fields
 
-    from course.settings import DEFAULTS, Settings
+    from course.settings import DEFAULTS, MODEL_DEFAULTS
     help_text = course(env, "train", "--help").stdout
     options = re.split(r"\n  (?=--)", help_text)
-    for f in fields(Settings):
+    for defaults, f in [(d, f) for d in (MODEL_DEFAULTS, DEFAULTS) for f in fields(d)]:
         flag = "--" + f.name.replace("_", "-")
         text = " ".join(next(o for o in options if o.startswith(flag + " ") or o.startswith(flag + "\n")).split())
-        default = getattr(DEFAULTS, f.name)
+        default = getattr(defaults, f.name)
         if default is not None and not isinstance(default, bool):
             assert f"(default: {default})" in text, (flag, text)
     shown = " ".join(help_text.split())

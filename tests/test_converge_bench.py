@@ -15,7 +15,7 @@ import converge_ensemble
 import converge_inside
 import converge_tables
 
-from course import bench, evaluation, lm, training
+from course import bench, evaluation, lm, schedules, training
 from course.agreement import agreement_accuracy, load_pairs
 from course.data import Vocab
 
@@ -27,7 +27,7 @@ def tiny(monkeypatch):
     """A tiny LSTM and a tiny S-RNN in the plan, at most 3 epochs; 300 sentences per split."""
     monkeypatch.setitem(converge.MODELS, "tiny-lstm", ("tiny LSTM", "lstm", TINY))
     monkeypatch.setitem(converge.MODELS, "tiny-srnn", ("tiny S-RNN", "builder:srnn", TINY))
-    monkeypatch.setitem(converge.SCHEDULE, "max_epochs", 3)
+    monkeypatch.setattr(converge, "TRAINING", converge.TRAINING.but(epochs=3))
     return converge.load_splits(max_sentences=300)
 
 
@@ -52,11 +52,11 @@ def test_a_run_trains_through_the_engine_with_the_plateau_schedule(tiny, tmp_pat
     """converge has no loop of its own: course.training.train with its settings and a Plateau schedule."""
     calls = []
     train = training.train
-    monkeypatch.setattr(training, "train", lambda *a, **k: calls.append((a[3], k["schedule"])) or train(*a, **k))
+    monkeypatch.setattr(training, "train", lambda *a, **k: calls.append((a[0], a[3])) or train(*a, **k))
     record = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
-    settings, schedule = calls[0]
-    assert len(calls) == 1 and (settings.embed, settings.batch_size, settings.epochs) == (8, 32, 3)
-    assert (schedule.min_gain, schedule.patience) == (0.001, 3)
+    model, settings = calls[0]
+    assert len(calls) == 1 and (model.config.embed, settings.batch_size, settings.epochs) == (8, 32, 3)
+    assert schedules.of(settings) == schedules.Plateau(0.5, 0.001, 3)
     rows = record["epochs"]
     assert [r["lr"] for r in rows[1:]] == [r["lr_next"] for r in rows[:-1]]
     assert all(r["train_seconds"] <= r["seconds"] for r in rows)
@@ -82,6 +82,23 @@ def test_an_interrupted_run_continues_after_its_last_epoch(tiny, tmp_path):
     assert "final" in record
 
 
+def test_a_run_is_a_course_run_and_one_half_done_in_the_old_layout_is_refused(tiny, tmp_path):
+    """The run's folder is a course.runs.Run (checkpoint/, resume/, the lock given back); a run
+    left half-done by the bench before it (latest.dy, best.dy) is refused, saying what to do."""
+    record = converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
+    folder = tmp_path / "work" / "tiny-lstm-s1"
+    assert sorted(p.name for p in folder.iterdir()) == ["checkpoint", "resume"]
+    assert record["checkpoint"]["epoch"] == record["final"]["best_epoch"]
+    assert converge.best_parameters("tiny-lstm", 1, tmp_path / "work") == folder / "checkpoint" / "params.dy"
+    old = tmp_path / "old" / "tiny-srnn-s1"
+    old.mkdir(parents=True)
+    (old / "latest.dy").write_text("")
+    (old / "best.dy").write_text("")
+    with pytest.raises(ValueError, match=r"older layout \(best.dy, latest.dy\).*move the folder away"):
+        converge.run("tiny-srnn", 1, tiny, tmp_path / "rec", tmp_path / "old", max_sentences=300, log=None)
+    assert converge.best_parameters("tiny-srnn", 1, tmp_path / "old") == old / "best.dy"   # a finished old run is read
+
+
 def test_a_record_of_other_settings_is_not_continued(tiny, tmp_path):
     converge.run("tiny-lstm", 1, tiny, tmp_path / "rec", tmp_path / "work", max_sentences=300, log=None)
     converge.MODELS["tiny-lstm"] = ("tiny LSTM", "lstm", {**TINY, "hidden": 9})
@@ -98,13 +115,13 @@ def test_an_ngram_baseline_is_scored_like_a_run(tiny, tmp_path):
 
 
 def test_stopping_rule():
-    settings = converge.SCHEDULE
+    settings = converge.TRAINING
     good, bad = {"valid_ppl": 30.0, "improved": True}, {"valid_ppl": 31.0, "improved": False}
-    bad_epochs = settings["stop_at_bad_epoch"]
+    bad_epochs = settings.patience
     assert converge._stopped([good] + [bad, good] * (bad_epochs - 1), settings) is None
     assert "without a gain" in converge._stopped([good] + [bad, good] * (bad_epochs - 1) + [bad], settings)
     assert converge._stopped([good, {"valid_ppl": float("inf"), "improved": False}], settings) == "diverged"
-    assert converge._stopped([good] * settings["max_epochs"], settings) == f"{settings['max_epochs']} epochs"
+    assert converge._stopped([good] * settings.epochs, settings) == f"{settings.epochs} epochs"
 
 
 def test_pair_outcomes_count_as_course_agreement_does(tiny):
@@ -188,7 +205,7 @@ def test_exported_weights_run_as_dynets_builder(tiny, tmp_path, monkeypatch, cel
     assert path.stat().st_size < 50_000
     vocab = Vocab.build(tiny["train"])
     hand = lm.RNNLM(vocab, converge.make_cell(cell, 0.0 if cell == "lstm" else None), 8, 8)
-    hand.pc.populate(str(tmp_path / "tiny-s1" / "best.dy"))
+    hand.pc.populate(str(converge.best_parameters("tiny", 1, tmp_path)))
     builder = bench.load_weights(vocab, "tiny", folder=path.parent)      # as the lectures load them
     ids = [[vocab.index(w)] for w in tiny["valid"][0]]
     dy = converge.runtime.dynet()

@@ -8,20 +8,43 @@ import pytest
 
 from course import evaluation, lm, runtime, schedules, sources, training
 from course.data import Vocab
-from course.settings import DEFAULTS, Settings
+from course.settings import DEFAULTS, MODEL_DEFAULTS, ModelSettings, Settings, from_record, record
 
 dy = runtime.dynet()
 
 
-def test_settings_are_one_object_with_one_set_of_defaults():
-    assert lm.Config().embed == DEFAULTS.embed and lm.Config().hidden == DEFAULTS.hidden
+def test_settings_are_two_typed_parts_with_one_set_of_defaults():
+    assert lm.Config().embed == MODEL_DEFAULTS.embed and lm.Config().hidden == MODEL_DEFAULTS.hidden
     assert Settings(optimizer="sgd").learning_rate == 1.0 and Settings().learning_rate == 0.002
-    old = {k: v for k, v in DEFAULTS.to_dict().items() if k not in ("stream", "bptt", "lr_decay")}
-    assert Settings.from_dict({**old, "hidden": 7, "retired": 1}) == DEFAULTS.but(hidden=7)
+    # a record written before stream, bptt, lr_decay and the plateau's fields existed still loads
+    old = {k: v for k, v in record(MODEL_DEFAULTS, DEFAULTS).items()
+           if k not in ("stream", "bptt", "lr_decay", "min_gain", "patience")}
+    assert from_record({**old, "hidden": 7, "retired": 1}) == (MODEL_DEFAULTS.but(hidden=7), DEFAULTS)
     with pytest.raises(TypeError, match=r"unknown training setting\(s\) \['hiden'\]"):
         DEFAULTS.but(hiden=7)
+    # a model's field given to training is refused, naming where it belongs
+    with pytest.raises(TypeError, match=r"\['hidden'\].*ModelSettings, given to RNNLM.from_settings"):
+        DEFAULTS.but(hidden=7)
     with pytest.raises(ValueError, match="optimizer must be one of"):
         DEFAULTS.but(optimizer="rmsprop")
+    with pytest.raises(ValueError, match=r"embed \(8\) must equal hidden \(16\)"):
+        ModelSettings(embed=8, hidden=16, residual="vertical")
+
+
+def test_the_model_is_built_from_its_settings(tiny_corpus):
+    vocab = Vocab.build(tiny_corpus)
+    settings = ModelSettings(cell="gru", embed=6, hidden=6, layers=2, residual="vertical", init_scale=0.05)
+    model = lm.RNNLM.from_settings(vocab, settings, seed=3)
+    assert (model.config.cell, model.config.embed, model.config.hidden, model.config.layers,
+            model.config.residual) == ("gru", 6, 6, 2, "vertical")
+    values = np.concatenate([p.as_array().ravel() for p in model.pc.parameters_list()])
+    assert np.abs(values).max() <= 0.05
+    again = lm.RNNLM.from_settings(vocab, settings, seed=3)
+    assert np.array_equal(values, np.concatenate([p.as_array().ravel() for p in again.pc.parameters_list()]))
+
+
+def test_the_plateau_reads_its_parameters_from_the_settings():
+    assert schedules.of(DEFAULTS.but(min_gain=0.001, patience=3)) == schedules.Plateau(0.5, 0.001, 3)
 
 
 def test_plateau_counts_a_gain_by_its_minimum_and_stops_after_its_patience():
@@ -112,7 +135,7 @@ def test_a_stopped_stream_run_continues_exactly(tiny_corpus):
     stream run continues as if it had never stopped."""
     import json
     settings = Settings(epochs=2, batch_size=3, bptt=4, stream=True, optimizer="sgd", lr=0.5, dropout=0.2,
-                        seed=3, embed=6, hidden=6)
+                        seed=3)
 
     def fresh():
         runtime.init(seed=4)

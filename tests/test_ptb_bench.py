@@ -213,7 +213,8 @@ def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkey
         train_model("lstm", vocab, splits, 3, config, after_epoch=stop, **where)
     saved = json.loads((tmp_path / "results" / "lstm.json").read_text())
     assert [r["epoch"] for r in saved["epochs"]] == [1]
-    assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e1.dy"]
+    assert sorted(p.name for p in (tmp_path / "work" / "lstm").iterdir()) == ["checkpoint", "resume"]   # a course.runs.Run
+    assert json.loads((tmp_path / "work" / "lstm" / "resume" / "checkpoint.json").read_text())["state"]["epoch"] == 2
 
     calls = []
     real_train = training.train
@@ -222,7 +223,7 @@ def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkey
     assert calls == [2]                                   # epochs 2 and 3 only, through the engine
     assert resumed["epochs"][0] == saved["epochs"][0]
     assert [r["lr"] for r in resumed["epochs"]] == [1.0, 0.5, 0.25]
-    assert [p.name for p in (tmp_path / "work" / "lstm").iterdir()] == ["params-e3.dy"]
+    assert sorted(p.name for p in (tmp_path / "work" / "lstm").iterdir()) == ["checkpoint", "resume"]   # lock given back
 
     again = train_model("lstm", vocab, splits, 3, config, **where)
     assert calls == [2] and again == resumed              # finished: nothing retrained
@@ -237,6 +238,14 @@ def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkey
     changed = {**config, "hidden": 12}                    # another configuration is refused, not mixed in
     with pytest.raises(ValueError, match="move it away"):
         train_model("lstm", vocab, splits, 4, changed, **where)
+
+    # a run left half-done by the bench before course.runs.Run (params-eK.dy) is refused, saying why
+    old = tmp_path / "old" / "lstm"
+    old.mkdir(parents=True)
+    (old / "params-e1.dy").write_text("")
+    with pytest.raises(ValueError, match=r"older layout \(params-e1.dy\).*move the folder away"):
+        train_model("lstm", vocab, splits, 3, config, runs=tmp_path / "r3", work=tmp_path / "old",
+                    log=lambda line: None)
 
 
 def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):

@@ -50,7 +50,7 @@ def measure_growth(names, vocab, splits, epochs=GROWTH_EPOCHS, work=WORK / "grow
         config = config_of(name)
         model = build_model(name, vocab, config)
         record = train_model(name, vocab, splits, epochs, config, runs=work, work=work, log=log)
-        model.pc.populate(str(Path(work) / name / f"params-e{epochs}.dy"))
+        model.restore(Path(work) / name / "resume")         # the last epoch's parameters (course.runs.Run)
         result["models"][name] = state_growth(model, stream_ids(splits["valid"], vocab))
         log(f"{name}: valid {record['epochs'][-1]['valid_ppl']:.1f}, "
             f"largest |c| {result['models'][name]['max_abs_cell']['end']}")

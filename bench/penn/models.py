@@ -49,7 +49,12 @@ def build_model(name: str, vocab, config=SMALL, cell=None, kind=None):
         from autograder.reference.cells import make_cell
         key = MODELS[name][0]
         cell = key if key in lm.BUILDERS else make_cell(key.removeprefix("hand-"))
-    model = (kind or lm.RNNLM)(vocab, cell, config["embed"], config["hidden"], config["layers"])
-    model.init_uniform(config["init_scale"], config["seed"])
-    return model
+    return (kind or lm.RNNLM).from_settings(vocab, model_settings(config), config["seed"], cell=cell)
+
+
+def model_settings(config=SMALL):
+    """The model of a configuration as course.lm.RNNLM.from_settings takes it (its cell aside)."""
+    from course.settings import ModelSettings
+    return ModelSettings(embed=config["embed"], hidden=config["hidden"], layers=config["layers"],
+                         init_scale=config["init_scale"])
 

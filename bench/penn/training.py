@@ -1,6 +1,6 @@
 """Training under Zaremba's budget: the schedule and the settings course.training.train takes, the
-resumable runs (checkpoints in runs/ptb/, records in bench/results/ptb/), and what a record
-says of a run (diverged, or failed in training and not continued)."""
+resumable runs (course.runs.Run: checkpoints in runs/ptb/, records in bench/results/ptb/), and
+what a record says of a run (diverged, or failed in training and not continued)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,6 @@ from common import RESULTS, ROOT, machine
 from penn.models import MODELS, SMALL, build_model, config_of
 
 from course import runtime
-from course.files import save_parameters, write_json
 from course.evaluation import stream_perplexity
 from course.sources import stream_ids
 
@@ -39,9 +38,7 @@ def settings(config=SMALL, epochs: int | None = None, max_batches: int | None = 
     """The configuration as course.training.train takes it: a stream in ``batch`` rows, segments of
     ``steps``, SGD with the gradient norm clipped."""
     from course.settings import Settings
-    return Settings(embed=config["embed"], hidden=config["hidden"], layers=config["layers"],
-                    init_scale=config["init_scale"], stream=True,
-                    bptt=config["steps"], batch_size=config["batch"], optimizer="sgd", lr=config["lr"],
+    return Settings(stream=True, bptt=config["steps"], batch_size=config["batch"], optimizer="sgd", lr=config["lr"],
                     clip=config["clip"], lr_decay=config["decay"], decay_after=config["decay_after"],
                     seed=config["seed"], epochs=epochs or config["epochs"], max_batches=max_batches)
 
@@ -60,20 +57,20 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
                 max_sentences=None, cell=None, log=print, after_epoch=None) -> dict:
     """Train (or continue training) one model to ``epochs`` epochs; return its record.
 
-    After epoch k the parameters are saved to ``work/NAME/params-eK.dy``, then the
-    record (one row per epoch) to ``runs/NAME.json``, then the previous checkpoint is
-    removed; the record says which checkpoint belongs to it, so a run that stops
-    anywhere continues from its last finished epoch. ``after_epoch(row)`` is called
-    after all that (the tests interrupt a run there).
+    The run is a :class:`course.runs.Run` in ``work/NAME``: after epoch k the parameters go
+    to its resume/ (and to checkpoint/ when the epoch is the best on valid), then the record
+    (one row per epoch) to ``runs/NAME.json``, which names them; so a run that stops anywhere
+    continues from its last finished epoch. ``after_epoch(row)`` is called after all that
+    (the tests interrupt a run there).
     """
     runtime.dynet()             # DyNet started (with its seed and memory) before course.lm is imported
+    from course.runs import Run, RunError
     config = config or config_of(name)
     runs, work = Path(runs), Path(work)
     key = run_name(name, max_sentences)
     record_path = runs / f"{key}.json"
-
-    def checkpoint_of(epoch):
-        return work / key / f"params-e{epoch}.dy"
+    run_dir = Run(work / key, record=record_path, built_in_code=True)
+    run_dir.refuse_old_layout()
 
     model = build_model(name, vocab, config, cell)
     recorded = {k: v for k, v in config.items() if k != "epochs"}
@@ -85,25 +82,28 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
         if saved.get("config") != recorded:
             raise ValueError(f"{record_path} was trained with {saved.get('config')}, not {recorded}: "
                              "move it away to start again")
-        checkpoint = checkpoint_of(len(saved["epochs"]))
         if saved["epochs"] and failed_in_training(saved["epochs"][-1], saved):
             log(f"{key}: failed in training in epoch {len(saved['epochs'])}, not continued (move "
                 f"{record_path} away to train it again)")
             return saved
-        if saved["epochs"] and checkpoint.exists():
+        if saved["epochs"] and run_dir.last.is_dir():
             record = saved
-            model.pc.populate(str(checkpoint))
-            log(f"{key}: continuing after epoch {len(record['epochs'])} (checkpoint {checkpoint})")
+            run_dir.load()                     # resume/ is the one the record names
+            model.restore(run_dir.last)
+            log(f"{key}: continuing after epoch {len(record['epochs'])} (checkpoint {run_dir.last})")
         elif saved["epochs"]:
-            log(f"{key}: {record_path} has {len(saved['epochs'])} epoch(s) but no checkpoint at "
-                f"{checkpoint}; training again from the start")
+            log(f"{key}: {record_path} has {len(saved['epochs'])} epoch(s) but no checkpoint in "
+                f"{run_dir.last}; training again from the start")
     rows = record["epochs"]
     if len(rows) >= epochs:
         return record
-    runs.mkdir(parents=True, exist_ok=True)
-    (work / key).mkdir(parents=True, exist_ok=True)
+    if not run_dir.claim():
+        raise RunError(f"{key} is being trained by another process (its pid is in {run_dir.lock})")
     valid_ids, test_ids = stream_ids(splits["valid"], vocab), stream_ids(splits["test"], vocab)
-    clock = {"start": time.perf_counter(), "failed": False}
+    clock = {"start": time.perf_counter(), "failed": False, "improved": False}
+
+    def improved(state, better):
+        clock["improved"] = better
 
     def record_epoch(row, state):
         """The engine's row as the records hold it; then the checkpoint and the record."""
@@ -114,16 +114,13 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
                     "train_cpu_seconds": row["cpu_seconds"], "tokens_per_s": row["tokens"] / row["seconds"],
                     "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"]}
         rows[-1]["eval_seconds"] = time.perf_counter() - train_end
-        finish_epoch(rows[-1])
+        finish_epoch(rows[-1], state)
         clock["start"] = time.perf_counter()
 
-    def finish_epoch(row):
-        epoch = row["epoch"]
-        save_parameters(model.pc, checkpoint_of(epoch))
+    def finish_epoch(row, state):
         record["machine"] = machine()
-        write_json(record_path, record)
-        checkpoint_of(epoch - 1).unlink(missing_ok=True)
-        log(f"{key}: epoch {epoch}  train {row['train_ppl']:.1f}  valid {row['valid_ppl']:.1f}  "
+        run_dir.save(model, state, clock["improved"], record)
+        log(f"{key}: epoch {row['epoch']}  train {row['train_ppl']:.1f}  valid {row['valid_ppl']:.1f}  "
             f"test {row['test_ppl']:.1f}  {row['tokens_per_s']:.0f} tokens/s "
             f"({row['tokens_per_cpu_s']:.0f} per CPU second)  {row['train_seconds'] / 60:.1f} + "
             f"{row['eval_seconds'] / 60:.1f} min")
@@ -141,8 +138,8 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
         # resumable: a run continued in a new process (each epoch's checkpoint) trains as one that never
         # stopped, and as `python -m course train --stream`, which always is (bench/stream_cli.py)
         training.train(model, splits["train"], splits["valid"], settings(config, epochs), schedule=schedule(config),
-                 progress=False, log=None, resume=state, on_epoch=record_epoch, stop=lambda: clock["failed"],
-                 resumable=True)
+                 progress=False, log=None, resume=state, on_save=improved, on_epoch=record_epoch,
+                 stop=lambda: clock["failed"], resumable=True)
     except training.TrainingDiverged as err:      # the epoch is recorded, its training perplexity infinite
         done, start = err.state, time.perf_counter()
         log(f"    {err}")
@@ -153,7 +150,10 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
                "tokens_per_cpu_s": done.predictions / max(done.cpu_seconds, 1e-9)}
         row["eval_seconds"] = time.perf_counter() - start
         rows.append(row)
-        finish_epoch(row)
+        clock["improved"] = False           # its parameters are kept to resume/ only
+        finish_epoch(row, done)
+    finally:
+        run_dir.release()
     return record
 
 
