@@ -71,7 +71,6 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
     """The first ``segments`` segments of Zaremba's first PTB epoch; the training perplexity
     over them and tokens/s."""
     from penn.models import SMALL, build_model
-    from penn.training import schedule, settings
 
     from course import evaluation, runtime, training
     vocab, splits = load_corpus(find_source())
@@ -86,8 +85,8 @@ def ptb_worker(which: str, segments: int, folder: Path) -> dict:
         return {"train_ppl": [evaluation.perplexity(nll, count)], "tokens_per_s": count / seconds,
                 "tokens_per_cpu_s": count / cpu}
     model = build_model("lstm", vocab, SMALL)
-    row = training.train(model, splits["train"], None, settings(SMALL, 1, max_batches=segments),
-                   schedule=schedule(SMALL), progress=False, log=None)[0]
+    row = training.train(model, splits["train"], None, SMALL.training.but(epochs=1, max_batches=segments),
+                         progress=False, log=None)[0]
     return {"train_ppl": [row["train_ppl"]], "tokens_per_s": row["tokens_per_s"],
             "tokens_per_cpu_s": row["tokens"] / row["cpu_seconds"], "train_cpu_seconds": row["cpu_seconds"]}
 

@@ -42,12 +42,10 @@ import time
 from pathlib import Path
 
 from common import RESULTS, ROOT, machine, report, table
+from penn.models import SMALL
 
-CONFIGS = {
-    "small": {"layers": 2, "embed": 200, "hidden": 200, "batch": 20, "steps": 20},
-    "medium": {"layers": 2, "embed": 650, "hidden": 650, "batch": 20, "steps": 35},
-}
-COMMON = {"lr": 1.0, "clip": 5.0, "init_scale": 0.1, "seed": 1}
+# penn.models.Budget: the model and its training, as bench/ptb.py trains them (one epoch here)
+CONFIGS = {"small": SMALL, "medium": SMALL.but(embed=650, hidden=650, bptt=35)}
 PTB_VOCAB = 10_001          # what course.data.Vocab.build gives on PTB's training split
 
 # row -> (label, library, device). The DyNet rows run bench/ptb.py's training code.
@@ -106,15 +104,14 @@ def skip(reason: str):
     sys.exit(SKIPPED)
 
 
-def dynet_worker(row: str, config: dict, segments: int, data, vocab_size: int) -> dict:
+def dynet_worker(row: str, config, segments: int, data, vocab_size: int) -> dict:
     from course import runtime
     gpu = ROWS[row][2] == "gpu"
     try:
-        runtime.init(seed=config["seed"], mem=DYNET_MEM_MB, gpu=gpu)
+        runtime.init(seed=config.training.seed, mem=DYNET_MEM_MB, gpu=gpu)
     except runtime.GPUUnavailable as err:
         skip(str(err))
-    from penn.models import SMALL, build_model
-    from penn.training import settings
+    from penn.models import build_model
 
     from course.data import Vocab
     from course import training
@@ -122,16 +119,16 @@ def dynet_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
     vocab = Vocab(["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(vocab_size - 3)])
     cell = "lstm" if row.endswith("builder") else None      # None: the course's LSTM (hand-lstm)
     model = build_model("lstm", vocab, config, cell=cell)
-    stream = Stream.of_rows(data, config["steps"])
+    stream = Stream.of_rows(data, config.training.bptt)
     for n in (1, segments):                                  # a warm-up segment, then the timed ones
-        done = training.train(model, stream, None, settings({**SMALL, **config}, 1, max_batches=n),
-                        progress=False, log=None)[0]
+        done = training.train(model, stream, None, config.training.but(epochs=1, max_batches=n),
+                              progress=False, log=None)[0]
     count, seconds = done["tokens"], done["seconds"]
     device = next((line.strip() for line in runtime.banner.splitlines() if "Device name" in line), "")
     return {"tokens": count, "seconds": seconds, "about": runtime.describe() + (f" | {device}" if device else "")}
 
 
-def torch_worker(row: str, config: dict, segments: int, data, vocab_size: int) -> dict:
+def torch_worker(row: str, config, segments: int, data, vocab_size: int) -> dict:
     try:
         import torch
     except ImportError as err:
@@ -145,14 +142,15 @@ def torch_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
     torch.backends.cuda.matmul.allow_tf32 = False
     if not gpu:
         torch.set_num_threads(1)       # DyNet's CPU row uses one core too
-    torch.manual_seed(config["seed"])
+    torch.manual_seed(config.training.seed)
+    m = config.model
 
     class LanguageModel(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.embed = torch.nn.Embedding(vocab_size, config["embed"])
-            self.lstm = torch.nn.LSTM(config["embed"], config["hidden"], config["layers"], batch_first=True)
-            self.out = torch.nn.Linear(config["hidden"], vocab_size)
+            self.embed = torch.nn.Embedding(vocab_size, m.embed)
+            self.lstm = torch.nn.LSTM(m.embed, m.hidden, m.layers, batch_first=True)
+            self.out = torch.nn.Linear(m.hidden, vocab_size)
 
         def forward(self, words, state):
             hidden, state = self.lstm(self.embed(words), state)
@@ -160,10 +158,10 @@ def torch_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
 
     model = LanguageModel().to(device)
     for p in model.parameters():
-        torch.nn.init.uniform_(p, -config["init_scale"], config["init_scale"])
-    optimizer = torch.optim.SGD(model.parameters(), lr=config["lr"])
+        torch.nn.init.uniform_(p, -m.init_scale, m.init_scale)
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.training.lr)
     columns = torch.as_tensor(data, dtype=torch.long, device=device)
-    steps, batch = config["steps"], columns.shape[0]
+    steps, batch = config.training.bptt, columns.shape[0]
 
     def train(first: int, n: int) -> int:
         state, count = None, 0
@@ -175,7 +173,7 @@ def torch_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
                                                      reduction="sum")
             optimizer.zero_grad()
             (loss / batch).backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config["clip"])
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.training.clip)
             optimizer.step()
             loss.item()                  # read the loss back every segment, as the DyNet rows do
             state = tuple(s.detach() for s in state)
@@ -198,7 +196,7 @@ def torch_worker(row: str, config: dict, segments: int, data, vocab_size: int) -
 
 def worker(args) -> int:
     import numpy as np
-    config = {**CONFIGS[args.config], **COMMON}
+    config = CONFIGS[args.config]
     data = np.load(args.data)
     library = ROWS[args.worker][1]
     result = (dynet_worker if library == "dynet" else torch_worker)(args.worker, config, args.segments,
@@ -262,8 +260,8 @@ def summarise(results: dict) -> dict:
 def speed_table(summary: dict) -> str:
     rows = []
     for config, by_row in summary.items():
-        c = CONFIGS[config]
-        shape = f"{config}: {c['layers']} x {c['hidden']}, batch {c['batch']}, {c['steps']} steps"
+        m, t = CONFIGS[config].model, CONFIGS[config].training
+        shape = f"{config}: {m.layers} x {m.hidden}, batch {t.batch_size}, {t.bptt} steps"
         cpu = by_row.get("dynet-cpu", {}).get("tokens_per_s")
         for row, value in by_row.items():
             if "tokens_per_s" in value:
@@ -343,7 +341,7 @@ def main(argv=None) -> int:
     if min(args.rounds, args.segments_cpu, args.segments_gpu) < 1:
         parser.error("--rounds, --segments-cpu and --segments-gpu must be at least 1")
     segments = {"cpu": args.segments_cpu, "gpu": args.segments_gpu}
-    longest = max(CONFIGS[c]["steps"] for c in configs)
+    longest = max(CONFIGS[c].training.bptt for c in configs)
     tokens_needed = 20 * longest * (max(segments.values()) + 2) + 21
     columns, vocab_size, text = training_columns(None if args.generated else find_ptb(args.ptb), tokens_needed)
     import numpy as np

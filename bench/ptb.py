@@ -65,7 +65,7 @@ from course.files import write_json
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
-    parser.add_argument("--epochs", type=int, default=SMALL["epochs"])
+    parser.add_argument("--epochs", type=int, default=SMALL.training.epochs)
     parser.add_argument("--max-sentences", type=int, default=None, help="cap every split (smoke tests)")
     parser.add_argument("--tables-only", action="store_true")
     parser.add_argument("--speed", action="store_true", help="time the speed variants, then write the tables")
@@ -83,7 +83,7 @@ def main(argv=None):
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s) {unknown}: choose from {', '.join(MODELS)}")
-    runtime.init(seed=SMALL["seed"], mem=SPEED_DEFAULTS["mem"])
+    runtime.init(seed=SMALL.training.seed, mem=SPEED_DEFAULTS["mem"])
     if args.speed:
         result = speed(args.speed_rounds, args.speed_segments, args.corpus)
         RUNS.mkdir(parents=True, exist_ok=True)
@@ -99,7 +99,7 @@ def main(argv=None):
         for name in names:
             train_model(name, vocab, splits, args.epochs, config_of(name), runs=runs_dir(args.max_sentences),
                         max_sentences=args.max_sentences, log=lambda line: print(line, flush=True))
-    command = "python bench/ptb.py" + (f" --epochs {args.epochs}" if args.epochs != SMALL["epochs"] else "")
+    command = "python bench/ptb.py" + (f" --epochs {args.epochs}" if args.epochs != SMALL.training.epochs else "")
     if args.max_sentences:
         command += f" --max-sentences {args.max_sentences}"
     command += "` (the runs, resumable) and `python bench/ptb.py --speed"

@@ -35,13 +35,14 @@ def lstm_shapes(d_in, d_h):
 
 
 def command_line_args(source: str, segments: int | None) -> list[str]:
-    """``python -m course train`` arguments for Zaremba's small configuration (penn.models.SMALL)."""
-    from penn.models import SMALL as c
-    args = ["--corpus", source, "--cell", "hand_lstm.py:lstm_step", "--stream", "--bptt", c["steps"],
-            "--batch-size", c["batch"], "--layers", c["layers"], "--embed", c["embed"], "--hidden", c["hidden"],
-            "--optimizer", "sgd", "--lr", c["lr"], "--clip", c["clip"], "--init-scale", c["init_scale"],
-            "--seed", c["seed"], "--epochs", 1, "--no-progress", "--out", "run"]
-    return [str(a) for a in args + (["--max-batches", segments] if segments else [])]
+    """``python -m course train`` arguments for Zaremba's small configuration (penn.models.SMALL),
+    one epoch, with the hand-written LSTM of ``hand_lstm.py``."""
+    from penn.models import SMALL
+
+    from course.settings import to_options
+    model = SMALL.model.but(cell="hand_lstm.py:lstm_step")
+    run = SMALL.training.but(corpus=source, epochs=1, max_batches=segments)
+    return [*to_options(model), *to_options(run), "--no-progress", "--out", "run"]
 
 
 def by_the_command_line(source: str, segments: int | None) -> dict:
@@ -63,13 +64,12 @@ def bench_worker(source: str, segments: int | None) -> dict:
     runtime.init(seed=1, mem=1024)
     from penn.corpus import load_corpus
     from penn.models import SMALL, build_model
-    from penn.training import schedule, settings
 
     from course import evaluation, sources, training
     vocab, splits = load_corpus(source)
     model = build_model("lstm", vocab, SMALL)
-    row = training.train(model, splits["train"], splits["valid"], settings(SMALL, 1, max_batches=segments),
-                   schedule=schedule(SMALL), progress=False, log=None, resumable=True)[0]
+    row = training.train(model, splits["train"], splits["valid"], SMALL.training.but(epochs=1, max_batches=segments),
+                         progress=False, log=None, resumable=True)[0]
     return {"train_ppl": row["train_ppl"], "valid_ppl": row["valid_ppl"],
             "test_ppl": evaluation.stream_perplexity(model, sources.stream_ids(splits["test"], vocab)),
             "tokens": row["tokens"]}

@@ -57,14 +57,13 @@ EVAL_POSITIONS = 6_000        # steps x sentences of an evaluation batch, at mos
 
 
 @dataclass
-class Config:
-    """Everything needed to rebuild a model (saved in checkpoints)."""
-    cell: str = MODEL_DEFAULTS.cell
+class Config(ModelSettings):
+    """Everything needed to rebuild a model, as a checkpoint's ``config.json`` holds it: its
+    :class:`ModelSettings` (``cell`` by name), the vocabulary's size and what its cell needs
+    besides. A subclass rather than a holder of one, so that ``model.config.hidden`` and
+    ``config.json``'s flat keys read as they always have (checkpoints written before
+    ``init_scale`` was recorded load with None)."""
     vocab_size: int = 0
-    embed: int = MODEL_DEFAULTS.embed
-    hidden: int = MODEL_DEFAULTS.hidden
-    layers: int = MODEL_DEFAULTS.layers
-    residual: str | None = None
     extra: dict = field(default_factory=dict)   # e.g. the cell factory's arguments
 
 
@@ -81,13 +80,12 @@ class RNNLM:
     def __init__(self, vocab: Vocab, cell: Cell | str = MODEL_DEFAULTS.cell, embed: int = MODEL_DEFAULTS.embed,
                  hidden: int = MODEL_DEFAULTS.hidden, layers: int = MODEL_DEFAULTS.layers,
                  residual: str | None = None, pc=None, extra: dict | None = None):
-        ModelSettings("", embed, hidden, layers, residual)        # the sizes checked, as for from_settings
         if isinstance(cell, str) and cell not in BUILDERS:
             raise ValueError(f"unknown builder {cell!r}: use one of {sorted(BUILDERS)} or pass a Cell")
         self.vocab = vocab
         self.cell = cell
-        self.config = Config(cell if isinstance(cell, str) else cell.name, len(vocab), embed,
-                             hidden, layers, residual, dict(extra or {}))
+        self.config = Config(cell if isinstance(cell, str) else cell.name, embed, hidden, layers, residual,
+                             vocab_size=len(vocab), extra=dict(extra or {}))    # which checks the sizes
         self.pc = pc if pc is not None else dy.ParameterCollection()
         self.embeddings = self.pc.add_lookup_parameters((len(vocab), embed), name="M")
         forget_bias = float(self.config.extra.get("forget_bias", 1.0))
@@ -124,6 +122,7 @@ class RNNLM:
             p.set_value(rng.uniform(-scale, scale, p.shape()))
         for p in self.pc.lookup_parameters_list():
             p.init_from_array(rng.uniform(-scale, scale, p.shape()))
+        self.config.init_scale = scale
 
     def param_count(self) -> int:
         return sum(p.as_array().size for p in self.pc.parameters_list()) + \
@@ -404,6 +403,7 @@ class RNNLM:
             cell = config.cell if config.cell in BUILDERS else saved_cell(config)
         model = cls(vocab, cell, config.embed, config.hidden, config.layers, config.residual,
                     extra=config.extra)
+        model.config.init_scale = config.init_scale
         model.restore(directory)
         return model
 

@@ -8,9 +8,9 @@
 
 ``python -m course train`` makes one option per field (``batch_size`` is ``--batch-size``)
 with :func:`add_options`, from the field's ``metadata`` (help, type, choices) and default, so
-``--help`` shows the defaults used. A run's ``metrics.json`` records both parts in one flat
-dict (:func:`record`); :func:`from_record` reads it back, fields a run predates taking
-today's defaults.
+``--help`` shows the defaults used; :func:`to_options` writes a part back as those options. A
+run's ``metrics.json`` records both parts in one flat dict (:func:`record`); :func:`from_record`
+reads it back, fields a run predates taking today's defaults.
 """
 from __future__ import annotations
 
@@ -190,3 +190,21 @@ def add_options(parser, cls, only=None, notes=None, **defaults) -> None:
         else:
             parser.add_argument(flag, default=default, help=help_,
                                 **{k: meta[k] for k in ("type", "choices") if meta[k] is not None})
+
+
+def to_options(part) -> list[str]:
+    """The options that :func:`add_options` reads back as ``part``: one for each field that
+    differs from its default (a flag for a bool field that is set)."""
+    args = []
+    for f in fields(part):
+        value = getattr(part, f.name)
+        if value == f.default:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool) and value is True:
+            args.append(flag)
+        elif f.type in ("bool", bool) or value is None:     # a flag cannot be unset, nor a value made None
+            raise ValueError(f"{flag}: the command line cannot give {f.name} = {value!r}")
+        else:
+            args += [flag, str(value)]
+    return args

@@ -54,6 +54,27 @@ def test_checkpoint_reloads_to_the_same_perplexity(tiny_corpus, tmp_path):
     assert evaluation.evaluate(again, tiny_corpus) == pytest.approx(evaluation.evaluate(model, tiny_corpus), rel=1e-6)
 
 
+def test_the_checkpoint_holds_the_model_settings_and_old_checkpoints_still_load(tiny_corpus, tmp_path):
+    """config.json is the ModelSettings (init_scale included) plus vocab_size and extra; one written
+    before it held init_scale (every student's saved capstone model of earlier terms) loads the same."""
+    from course.settings import ModelSettings
+    v = Vocab.build(tiny_corpus)
+    settings = ModelSettings(cell="lstm", embed=6, hidden=6, layers=2, residual="vertical", init_scale=0.3)
+    model = lm.RNNLM.from_settings(v, settings, seed=2)
+    model.save(tmp_path / "new")
+    saved = json.loads((tmp_path / "new" / "config.json").read_text())
+    assert saved == {**settings.to_dict(), "vocab_size": len(v), "extra": {}}
+    assert ModelSettings.from_dict(lm.RNNLM.load(tmp_path / "new").config.to_dict()) == settings
+    model.save(tmp_path / "old")
+    before = {"cell": "lstm", "vocab_size": len(v), "embed": 6, "hidden": 6, "layers": 2, "residual": "vertical",
+              "extra": {}}                                  # the keys config.json held until now, in their order
+    (tmp_path / "old" / "config.json").write_text(json.dumps(before, indent=1) + "\n")
+    old = lm.RNNLM.load(tmp_path / "old")
+    config = old.config
+    assert (config.cell, config.layers, config.residual, config.init_scale) == ("lstm", 2, "vertical", None)
+    assert evaluation.evaluate(old, tiny_corpus) == pytest.approx(evaluation.evaluate(model, tiny_corpus), rel=1e-6)
+
+
 def test_loading_a_directory_that_is_not_a_checkpoint_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a checkpoint.*params.dy"):
         lm.RNNLM.load(tmp_path)

@@ -8,7 +8,8 @@ import pytest
 
 from course import evaluation, lm, runtime, schedules, sources, training
 from course.data import Vocab
-from course.settings import DEFAULTS, MODEL_DEFAULTS, ModelSettings, Settings, from_record, record
+from course.settings import (DEFAULTS, MODEL_DEFAULTS, ModelSettings, Settings, add_options, from_record, record,
+                             to_options)
 
 dy = runtime.dynet()
 
@@ -29,6 +30,21 @@ def test_settings_are_two_typed_parts_with_one_set_of_defaults():
         DEFAULTS.but(optimizer="rmsprop")
     with pytest.raises(ValueError, match=r"embed \(8\) must equal hidden \(16\)"):
         ModelSettings(embed=8, hidden=16, residual="vertical")
+
+
+def test_settings_written_as_options_parse_back_to_themselves():
+    """to_options is add_options' inverse: a bench's settings become `python -m course train` arguments."""
+    import argparse
+    model = ModelSettings(cell="f.py:step", embed=16, hidden=16, residual="vertical", init_scale=0.1)
+    run = Settings(stream=True, bptt=20, optimizer="sgd", lr=1.0, decay_after=4, epochs=2, max_batches=3)
+    parser = argparse.ArgumentParser()
+    add_options(parser, ModelSettings)
+    add_options(parser, Settings)
+    args = parser.parse_args(to_options(model) + to_options(run))
+    assert (ModelSettings.from_args(args), Settings.from_args(args)) == (model, run)
+    assert to_options(DEFAULTS) == [] and "--stream" in to_options(run) and "--reset-state" not in to_options(run)
+    with pytest.raises(ValueError, match=r"--clip: the command line cannot give clip = None"):
+        to_options(dataclasses.replace(DEFAULTS, clip=None))      # no option makes a value None
 
 
 def test_the_model_is_built_from_its_settings(tiny_corpus):

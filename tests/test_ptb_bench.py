@@ -22,13 +22,12 @@ from penn.growth import growth_table, measure_growth, state_growth
 from penn.models import CHANGED, LOWER_LR, MODELS, PAPER_NAME, SMALL, build_model, config_of
 from penn.speed import SPEED_VARIANTS, measure, speed_cell, step_softmax_class
 from penn.tables import common_epochs, tables
-from penn.training import (diverged, failed_in_training, learning_rate, load_records, schedule, settings,
-                           train_model)
+from penn.training import diverged, failed_in_training, learning_rate, load_records, train_model
 
 from course import evaluation, lm, runtime, sources, training
 
 dy = runtime.dynet()
-TINY = {**SMALL, "embed": 8, "hidden": 8, "batch": 4, "steps": 5}
+TINY = SMALL.but(embed=8, hidden=8, batch_size=4, bptt=5)
 
 
 def made_up_corpus(directory):
@@ -83,8 +82,8 @@ def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
     segments, c = 30, SMALL
     vocab, splits = load_corpus(source)
     model = build_model("lstm", vocab, c)
-    bench_row = training.train(model, splits["train"], None, settings(c, 1, max_batches=segments),
-                         schedule=schedule(c), progress=False, log=None, resumable=True)[0]   # as train_model
+    bench_row = training.train(model, splits["train"], None, c.training.but(epochs=1, max_batches=segments),
+                               progress=False, log=None, resumable=True)[0]   # as train_model
     (tmp_path / "hand_lstm.py").write_text(stream_cli.HAND_LSTM)
     args = stream_cli.command_line_args(source, segments)
     run = subprocess.run([sys.executable, "-m", "course", "train", *args], cwd=tmp_path,
@@ -92,7 +91,7 @@ def test_the_command_line_in_stream_mode_trains_as_the_ptb_bench(tmp_path):
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
     cli_row = json.loads((tmp_path / "run" / "metrics.json").read_text())["history"][0]
-    assert cli_row["tokens"] == bench_row["tokens"] == segments * c["steps"] * c["batch"]
+    assert cli_row["tokens"] == bench_row["tokens"] == segments * c.training.bptt * c.training.batch_size
     assert cli_row["train_ppl"] == bench_row["train_ppl"]
 
 
@@ -105,9 +104,9 @@ def test_ptb_stream_has_zarembas_sizes():
     assert len(vocab) == 10001                    # PTB's 10k (</s> included) and the course's <s>
     ids = sources.stream_ids(splits["train"], vocab)
     assert len(ids) == 929589 + 1                 # the published 929,589 tokens with </s>, + the leading </s>
-    stream = sources.Stream(splits["train"], vocab, 20, SMALL["steps"])
+    stream = sources.Stream(splits["train"], vocab, 20, SMALL.training.bptt)
     assert stream.data.shape == (20, 46479)
-    assert SMALL["steps"] == 20                    # the small configuration's seq_length / num_steps
+    assert SMALL.training.bptt == 20               # the small configuration's seq_length / num_steps
     assert len(stream) == 2323                     # (46,479 - 1) // 20
     assert len(sources.stream_ids(splits["test"], vocab)) - 1 == 82430
 
@@ -118,7 +117,7 @@ def test_carried_state_continues_the_stream_exactly(corpus, cell):
     state); starting the second from zeros instead ends elsewhere, so the carry matters."""
     vocab, splits = corpus
     from autograder.reference.cells import make_cell
-    model = build_model("lstm", vocab, {**TINY, "init_scale": 0.5},
+    model = build_model("lstm", vocab, TINY.but(init_scale=0.5),
                         cell=cell if cell in lm.BUILDERS else make_cell(cell.removeprefix("hand-")))
     data = sources.columns(sources.stream_ids(splits["train"], vocab), 3)[:, :13]
 
@@ -135,7 +134,7 @@ def test_carried_state_continues_the_stream_exactly(corpus, cell):
     assert first + second == pytest.approx(whole, rel=1e-5)
     for layer_whole, layer_second, layer_fresh in zip(whole_state, second_state, fresh_state):
         for a, b, c in zip(layer_whole, layer_second, layer_fresh):
-            assert a.shape == (TINY["hidden"], 3)
+            assert a.shape == (TINY.model.hidden, 3)
             np.testing.assert_allclose(b, a, atol=1e-5)
             assert np.abs(c - a).max() > 1e-3
 
@@ -143,7 +142,7 @@ def test_carried_state_continues_the_stream_exactly(corpus, cell):
 def test_stream_perplexity_reads_each_split_as_one_stream(corpus):
     """Evaluation in segments with the state carried = the whole split in one segment."""
     vocab, splits = corpus
-    model = build_model("lstm", vocab, {**TINY, "init_scale": 0.5})
+    model = build_model("lstm", vocab, TINY.but(init_scale=0.5))
     ids = sources.stream_ids(splits["valid"][:6], vocab)
     dy.renew_cg()
     data = sources.columns(ids, 1)
@@ -155,7 +154,7 @@ def test_stream_perplexity_reads_each_split_as_one_stream(corpus):
 
 def test_every_parameter_starts_uniform_in_plus_minus_0_1(corpus):
     vocab, _ = corpus
-    model = build_model("lstm-srnn", vocab, {**TINY, "hidden": 32, "embed": 32})
+    model = build_model("lstm-srnn", vocab, TINY.but(hidden=32, embed=32))
     values = np.concatenate([p.as_array().ravel() for p in model.pc.parameters_list()] +
                             [p.as_array().ravel() for p in model.pc.lookup_parameters_list()])
     assert values.size == model.param_count()
@@ -177,8 +176,18 @@ def test_learning_rate_schedule_is_zarembas(tiny_corpus):
     assert [row["lr"] for row in history] == [learning_rate(e) for e in range(1, 7)]
     # a run that changes the budget changes only what it says it changes
     changed = config_of("srnn-lr0.1")
-    assert changed == {**SMALL, "lr": 0.1} and config_of("srnn") == SMALL
+    assert changed == SMALL.but(lr=0.1) and config_of("srnn") == SMALL
     assert [learning_rate(e, changed) for e in (1, 4, 5, 6)] == pytest.approx([0.1, 0.1, 0.05, 0.025])
+
+
+def test_the_committed_records_name_todays_configurations():
+    """train_model continues a record only with the configuration it names (Budget.recorded, under
+    the records' old names): every committed run can still be continued."""
+    from penn.training import RUNS
+    records = load_records(RUNS)
+    assert len(records) >= 10
+    for name, record in records.items():
+        assert list(record["config"].items()) == list(config_of(name).recorded().items()), name
 
 
 def test_every_lower_rate_run_is_its_base_model_with_only_the_rate_changed():
@@ -187,7 +196,7 @@ def test_every_lower_rate_run_is_its_base_model_with_only_the_rate_changed():
     for name in expected:
         base = PAPER_NAME[name]
         assert MODELS[name][0] == MODELS[base][0]              # the same cell
-        assert config_of(name) == {**SMALL, "lr": CHANGED[name]["lr"]}
+        assert config_of(name) == SMALL.but(lr=CHANGED[name]["lr"])
         assert MODELS[name][1].endswith(f"learning rate {CHANGED[name]['lr']:g}")
     order = list(MODELS)                                              # each right after its base model
     for name in expected:
@@ -203,7 +212,7 @@ class Interrupt(Exception):
 
 def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkeypatch):
     vocab, splits = corpus
-    config = {**TINY, "decay_after": 1}
+    config = TINY.but(decay_after=1)
     where = {"runs": tmp_path / "results", "work": tmp_path / "work", "log": lambda line: None}
 
     def stop(row):
@@ -235,7 +244,7 @@ def test_interrupted_run_continues_and_does_not_retrain(corpus, tmp_path, monkey
         assert a["test_ppl"] == pytest.approx(b["test_ppl"], rel=1e-6)
         assert a["train_ppl"] == pytest.approx(b["train_ppl"], rel=1e-6)
 
-    changed = {**config, "hidden": 12}                    # another configuration is refused, not mixed in
+    changed = config.but(hidden=12)                    # another configuration is refused, not mixed in
     with pytest.raises(ValueError, match="move it away"):
         train_model("lstm", vocab, splits, 4, changed, **where)
 
@@ -259,8 +268,8 @@ def test_tables_render_from_real_and_synthetic_runs(corpus, tmp_path):
     assert f"{real['epochs'][0]['tokens_per_cpu_s']:,.0f}" in row
     assert "cannot be judged yet" in text
     # the recurrent layers' share: an S-RNN layer has W_x, W_h and b
-    h, e = TINY["hidden"], TINY["embed"]
-    recurrent = (e * h + h * h + h) + (TINY["layers"] - 1) * (2 * h * h + h)
+    h, e = TINY.model.hidden, TINY.model.embed
+    recurrent = (e * h + h * h + h) + (TINY.model.layers - 1) * (2 * h * h + h)
     assert f"| {real['params']:,} ({recurrent:,}) |" in row
     assert "114.5" in text and "352.6" in text and "82.9" in text     # the published numbers
 
@@ -425,7 +434,7 @@ def test_measure_growth_trains_apart_and_renders(corpus, tmp_path, monkeypatch):
                                                           "ran-tanh.json"]
     assert set(result["models"]) == {"lstm-srnn-out", "ran-tanh"}
     for m in result["models"].values():
-        assert len(m["max_abs_cell"]["end"]) == TINY["layers"] and math.isfinite(m["ppl"])
+        assert len(m["max_abs_cell"]["end"]) == TINY.model.layers and math.isfinite(m["ppl"])
     text = growth_table(result)
     assert "| RAN (tanh) | c itself | tanh(c) |" in text and "| LSTM - S-RNN - OUT | h = tanh(c) | tanh(c) |" in text
     assert "after 100 tokens" in text and "at the end" in text

@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 from common import machine, table
 from penn.corpus import load_corpus
-from penn.models import SMALL, build_model
-from penn.training import settings
+from penn.models import SMALL, Budget, build_model
 
 from course import runtime
 from course.sources import columns, stream_ids
@@ -82,20 +81,21 @@ def speed_cell(name: str):
     return name if name in lm.BUILDERS else make_cell(name.removeprefix("hand-"))
 
 
-def measure(variant: dict, vocab, train_sentences, segments_timed: int, config=SMALL) -> dict:
+def measure(variant: dict, vocab, train_sentences, segments_timed: int, config: Budget = SMALL) -> dict:
     """Training tokens per wall second and per CPU second of one variant on the first
     segments of the training stream, trained by course.training.train (one untimed segment
     first, to warm DyNet up)."""
     from course import lm, training
     variant = {**SPEED_DEFAULTS, **variant}
-    config = {**config, "batch": variant["batch"]}
+    config = config.but(batch_size=variant["batch"])
     if variant["cell"] == "softmax-only":
         return _measure_softmax(vocab, train_sentences, segments_timed, config)
     model = build_model("lstm", vocab, config, cell=speed_cell(variant["cell"]),
                         kind=step_softmax_class() if variant["softmax"] == "step" else lm.RNNLM)
-    training.train(model, train_sentences, None, settings(config, 1, max_batches=1), progress=False, log=None)
-    row = training.train(model, train_sentences, None, settings(config, 1, max_batches=segments_timed),
-                   progress=False, log=None)[0]
+    training.train(model, train_sentences, None, config.training.but(epochs=1, max_batches=1), progress=False,
+                   log=None)
+    row = training.train(model, train_sentences, None, config.training.but(epochs=1, max_batches=segments_timed),
+                         progress=False, log=None)[0]
     return {"wall": row["tokens"] / row["seconds"], "cpu": row["tokens"] / row["cpu_seconds"]}
 
 
@@ -119,16 +119,16 @@ def step_softmax_class():
     return StepSoftmax
 
 
-def _measure_softmax(vocab, train_sentences, segments_timed: int, config) -> dict:
+def _measure_softmax(vocab, train_sentences, segments_timed: int, config: Budget) -> dict:
     """Tokens/s of the softmax layer alone (forward, backward, SGD update) on fixed
     hidden vectors: what the output layer costs whatever the recurrent cell."""
     dy = runtime.dynet()
-    model = build_model("lstm", vocab, {**config, "layers": 1}, cell="srnn")
-    trainer = dy.SimpleSGDTrainer(model.pc, config["lr"])
-    data = columns(stream_ids(train_sentences, vocab), config["batch"])
-    hidden = np.random.default_rng(1).uniform(-1, 1, (config["hidden"], config["batch"] * config["steps"]))
+    model = build_model("lstm", vocab, config.but(layers=1), cell="srnn")
+    batch, steps = config.training.batch_size, config.training.bptt
+    trainer = dy.SimpleSGDTrainer(model.pc, config.training.lr)
+    data = columns(stream_ids(train_sentences, vocab), batch)
+    hidden = np.random.default_rng(1).uniform(-1, 1, (config.model.hidden, batch * steps))
     count, start, cpu_start = 0, None, None
-    steps = config["steps"]
     for k in range((data.shape[1] - 1) // steps):
         targets = data[:, k * steps + 1:(k + 1) * steps + 1]
         if k == 1:
@@ -140,7 +140,7 @@ def _measure_softmax(vocab, train_sentences, segments_timed: int, config) -> dic
                                       dy.inputTensor(hidden, batched=True)])
         loss = dy.sum_batches(dy.pickneglogsoftmax_batch(scores, targets.T.reshape(-1).tolist()))
         loss.value()
-        (loss * (1.0 / config["batch"])).backward()
+        (loss * (1.0 / batch)).backward()
         trainer.update()
         count += targets.size if k >= 1 else 0
     return {"wall": count / (time.perf_counter() - start), "cpu": count / (time.process_time() - cpu_start)}
@@ -151,7 +151,7 @@ def speed_worker(index: int, segments_timed: int, corpus: str):
     runtime.init(seed=1, mem=variant["mem"], autobatch=bool(variant["autobatch"]))
     vocab, splits = load_corpus(corpus)
     # enough sentences for the timed segments at the largest batch
-    need = (segments_timed + 2) * SMALL["steps"] * variant["batch"]
+    need = (segments_timed + 2) * SMALL.training.bptt * variant["batch"]
     sentences, total = [], 0
     for s in splits["train"]:
         sentences.append(s)
@@ -195,8 +195,8 @@ def speed_table(result: dict) -> str:
              f"{wall[label]:,.0f}"] for label in cpu]
     load = ", ".join(f"{x:.1f}" for x in result.get("load_average", []))
     return (f"Training tokens per second on the first {result['segments']} segments of the PTB training "
-            f"stream (2 layers of 200, batch 20 unless stated, {SMALL['steps']} steps, 10k softmax, SGD); each variant "
-            f"in a fresh process, median of {result['rounds']} interleaved rounds. The machine is shared "
+            f"stream (2 layers of 200, batch 20 unless stated, {SMALL.training.bptt} steps, 10k softmax, SGD); "
+            f"each variant in a fresh process, median of {result['rounds']} interleaved rounds. The machine is shared "
             f"(load average {load} on 2 cores at the end), so the wall clock mostly measures the other "
             "programs: compare the tokens per CPU second (this process's own CPU time).\n\n"
             + table(["variant", "tokens / CPU s", "rounds' range", "vs the first row", "tokens / wall s"], rows)

@@ -149,7 +149,7 @@ def _additive_verdict(base: str, final: dict, records: dict, epochs: int) -> str
     for n in family:
         done = records.get(n, {}).get("epochs") or []
         if n not in final:
-            others.append(f"{config_of(n)['lr']:g}, " + ("not run" if not done else f"diverged in epoch "
+            others.append(f"{config_of(n).training.lr:g}, " + ("not run" if not done else f"diverged in epoch "
                           f"{len(done)}" if n in stopped else f"{len(done)} of {epochs} epochs"))
     elsewhere = f" Other runs: learning rate {'; '.join(others)}." if others else ""
     claim = (f"{MODELS[base][1]} as good as the LSTM or better (criterion: at most 10% above it; "
@@ -161,7 +161,7 @@ def _additive_verdict(base: str, final: dict, records: dict, epochs: int) -> str
         return claim + "**not judged**: every run of it diverged." + elsewhere
     best = min(trained, key=lambda n: final[n])
     holds = final[best] <= 1.1 * lstm
-    at = f"learning rate {config_of(best)['lr']:g}" + (", a changed budget" if best in CHANGED else "")
+    at = f"learning rate {config_of(best).training.lr:g}" + (", a changed budget" if best in CHANGED else "")
     return (claim + f"**{'holds' if holds else 'does not hold'}** ({final[best] / lstm - 1:+.0%} at {at})."
             + elsewhere)
 
@@ -186,7 +186,7 @@ def patterns(records: dict, epochs: int) -> str:
         return full
     ran = [MODELS[n][1] for n in MODELS if n in records and records[n]["epochs"]]
     lr = ", ".join(sorted({f"{learning_rate(e):g}" for e in range(1, shared + 1)}))
-    early = "" if shared > SMALL["decay_after"] else (" An early reading: the learning rate has not "
+    early = "" if shared > SMALL.training.decay_after else (" An early reading: the learning rate has not "
                                                       "started to decay yet.")
     return (full + f"\n\n### The same budget for every model: the first {shared} epoch(s)\n\n"
             f"Every run follows the same schedule, so the first {shared} epoch(s) of each (learning rate "

@@ -1,4 +1,4 @@
-"""Training under Zaremba's budget: the schedule and the settings course.training.train takes, the
+"""Training under Zaremba's budget (penn.models.SMALL): the learning rate of each epoch, the
 resumable runs (course.runs.Run: checkpoints in runs/ptb/, records in bench/results/ptb/), and
 what a record says of a run (diverged, or failed in training and not continued)."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from common import RESULTS, ROOT, machine
-from penn.models import MODELS, SMALL, build_model, config_of
+from penn.models import MODELS, SMALL, Budget, build_model, config_of
 
-from course import runtime
+from course import runtime, schedules
 from course.evaluation import stream_perplexity
 from course.sources import stream_ids
 
@@ -19,28 +19,13 @@ RUNS = RESULTS / "ptb"
 WORK = ROOT / "runs" / "ptb"
 
 
-def schedule(config=SMALL):
-    """Zaremba's schedule: lr for the first ``decay_after`` epochs, then multiplied by
-    ``decay`` after every further epoch (course.schedules.FixedDecay)."""
-    from course import schedules
-    return schedules.FixedDecay(config["decay"], config["decay_after"])
-
-
-def learning_rate(epoch: int, config=SMALL) -> float:
-    """The rate of ``epoch`` (counted from 1) under :func:`schedule`."""
-    lr = config["lr"]
+def learning_rate(epoch: int, config: Budget = SMALL) -> float:
+    """The rate of ``epoch`` (counted from 1) under the configuration's schedule (Zaremba's:
+    course.schedules.FixedDecay, from ``decay_after`` and ``lr_decay``)."""
+    lr, schedule = config.training.learning_rate, schedules.of(config.training)
     for finished in range(1, epoch):
-        lr = schedule(config).next_lr(lr, finished, None)
+        lr = schedule.next_lr(lr, finished, None)
     return lr
-
-
-def settings(config=SMALL, epochs: int | None = None, max_batches: int | None = None):
-    """The configuration as course.training.train takes it: a stream in ``batch`` rows, segments of
-    ``steps``, SGD with the gradient norm clipped."""
-    from course.settings import Settings
-    return Settings(stream=True, bptt=config["steps"], batch_size=config["batch"], optimizer="sgd", lr=config["lr"],
-                    clip=config["clip"], lr_decay=config["decay"], decay_after=config["decay_after"],
-                    seed=config["seed"], epochs=epochs or config["epochs"], max_batches=max_batches)
 
 
 def runs_dir(max_sentences=None) -> Path:
@@ -53,7 +38,7 @@ def run_name(name: str, max_sentences=None) -> str:
     return name if not max_sentences else f"{name}-n{max_sentences}"
 
 
-def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, work=WORK,
+def train_model(name: str, vocab, splits, epochs: int, config: Budget | None = None, runs=RUNS, work=WORK,
                 max_sentences=None, cell=None, log=print, after_epoch=None) -> dict:
     """Train (or continue training) one model to ``epochs`` epochs; return its record.
 
@@ -73,7 +58,7 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
     run_dir.refuse_old_layout()
 
     model = build_model(name, vocab, config, cell)
-    recorded = {k: v for k, v in config.items() if k != "epochs"}
+    recorded = config.recorded()
     record = {"model": name, "cell": cell.name if cell is not None else MODELS[name][0], "config": recorded,
               "max_sentences": max_sentences, "vocab": len(vocab), "params": model.param_count(),
               "epochs": []}
@@ -137,9 +122,9 @@ def train_model(name: str, vocab, splits, epochs: int, config=None, runs=RUNS, w
     try:
         # resumable: a run continued in a new process (each epoch's checkpoint) trains as one that never
         # stopped, and as `python -m course train --stream`, which always is (bench/stream_cli.py)
-        training.train(model, splits["train"], splits["valid"], settings(config, epochs), schedule=schedule(config),
-                 progress=False, log=None, resume=state, on_save=improved, on_epoch=record_epoch,
-                 stop=lambda: clock["failed"], resumable=True)
+        training.train(model, splits["train"], splits["valid"], config.training.but(epochs=epochs), progress=False,
+                       log=None, resume=state, on_save=improved, on_epoch=record_epoch, stop=lambda: clock["failed"],
+                       resumable=True)
     except training.TrainingDiverged as err:      # the epoch is recorded, its training perplexity infinite
         done, start = err.state, time.perf_counter()
         log(f"    {err}")
