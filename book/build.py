@@ -6,7 +6,8 @@ files: every displayed equation gets an anchor and every equation number cited i
 prose becomes a link to it (``book/equations.py``), "chapter 04" and
 ``exercises/04_forget_gate.ipynb`` become links, and each lecture ends with a link to its
 exercise. Sphinx with MyST-NB (``book/conf.py``) then executes the lectures, caching the
-outputs in ``_build/jupyter_cache`` by the code of each notebook, and writes the site to
+outputs in ``_build/jupyter_cache`` by the code of each notebook (or shows the outputs of runs
+handed to ``build``: the tests hand it the student release's), and writes the site to
 ``_build/html/``. A copy is rewritten only when its text changed, so a rebuild re-reads
 only what was edited and runs no notebook whose code is unchanged.
 """
@@ -29,6 +30,7 @@ from course.paths import ROOT
 BUILD = ROOT / "_build"
 RESULTS = ROOT / "bench" / "results"
 SRC, HTML = BUILD / "src", BUILD / "html"
+CACHE = BUILD / "jupyter_cache"                 # MyST-NB's execution cache (book/conf.py)
 README_GUIDE = re.compile(r"\*\*Self-study readers\.\*\*.*?\n\n\|.*?\n(?=\n|\Z)", re.S)
 
 
@@ -266,12 +268,34 @@ def assemble(src: Path = SRC) -> list:
     return missing
 
 
-def build(out: Path = HTML, jobs: str = "1") -> int:
+def cache_outputs(name: str, executed: Path):
+    """Put the outputs of ``executed``, lectures/``name`` run elsewhere (the tests run each lecture
+    once, in the student's release), into the execution cache under the code of the book's copy,
+    so that MyST-NB shows them instead of running the lecture again."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    nb, ran = (nbformat.read(p, as_version=4) for p in (SRC / "lectures" / name, executed))
+    mine, theirs = ([c for c in n.cells if c.cell_type == "code"] for n in (nb, ran))
+    if [c.source for c in mine] != [c.source for c in theirs]:
+        raise BookError(f"{executed} ran other code than lectures/{name}: run the lecture itself")
+    for cell, run in zip(mine, theirs):
+        cell.outputs, cell.execution_count = run.outputs, run.execution_count
+    if "language_info" in ran.metadata:
+        nb.metadata.language_info = ran.metadata.language_info
+    # jupyter-cache checks that every code cell ran, in order (MyST-NB skips that for its own runs)
+    get_cache(str(CACHE)).cache_notebook_bundle(CacheBundleIn(nb, str(executed)), overwrite=True)
+
+
+def build(out: Path = HTML, jobs: str = "1", executed: dict | None = None) -> int:
+    """The book into ``out``. ``executed``: lecture file name -> that lecture already executed
+    elsewhere, whose outputs the book shows (cache_outputs); the other lectures are executed here."""
     missing = assemble()
     if missing:
         where = ", ".join(f"lecture {c}: {ns} eq {n}" for c, (ns, n) in missing)
         raise BookError(f"equations cited but displayed in no lecture ({where}); display them "
                         "with \\tag{...} or name the one they equal in book/equations.py SAME_AS")
+    for name, path in (executed or {}).items():
+        cache_outputs(name, path)
     from sphinx.cmd.build import build_main
     # the kernels draw inline, whatever backend the caller chose (pytest's conftest says Agg,
     # which would leave every figure out of the book)

@@ -44,14 +44,18 @@ def run_folder(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def once_per_run(tmp_path_factory, name: str, build) -> Path:
+def once_per_run(tmp_path_factory, name: str, build, wait: bool = True) -> Path | None:
     """The folder ``name``, filled by ``build(folder)`` once per run by whichever worker asks
     first, while the others wait for it (a lock file beside it). A build that raised is
-    tried again by the next to ask, from an empty folder."""
+    tried again by the next to ask, from an empty folder. With ``wait=False``, None at once
+    when another worker is building it (the caller does other work first)."""
     folder = run_folder(tmp_path_factory) / name
     built = folder.parent / f"{name}.built"             # beside it: the folder holds only what build made
     with open(folder.parent / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return None
         if not built.exists():
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()

@@ -23,7 +23,7 @@ HINTS = {
     "tests/test_autograder.py::test_each_submission_gets_exactly_what_it_earned": 10,   # the class, graded once
     "tests/test_dask_grading.py::test_a_cluster": 400,           # the class graded on the cluster
     "tests/test_dask_grading.py::test_the_workers": 90,          # the cluster's environment
-    "tests/test_book.py::test_every_lecture_ran": 450,           # the book's build executes the lectures
+    "tests/test_book.py::test_every_lecture_ran": 450,           # the lectures run in the release (2.1), the build
     "tests/test_dynet_versions.py::": 400,
     "tests/test_hub.py::test_a_class_on_the_hub": 250,
     "tests/test_hub.py::test_a_student_runs": 60,

@@ -2,8 +2,10 @@
 
 * every equation number cited in a lecture resolves to a displayed equation (no build needed);
 * every answer cell of the exercises links to its lecture, and the anchor exists in the book;
-* `book/build.py` builds the book with no Sphinx warning, executing every lecture: each code
-  cell ran and none raised (what tests/test_notebooks.py checks of a lecture);
+* `book/build.py` builds the book with no Sphinx warning, showing every lecture executed: each
+  code cell ran and none raised (what tests/test_notebooks.py checks of a lecture). The lectures
+  are executed once per test run, in the student's release on DyNet 2.1 (tests/student.py), and
+  those runs are what the book shows and what tests/test_student_release.py checks;
 * in headless Chromium every page loads without a console error, its math is typeset by
   MathJax (no raw `$$`, no MathJax error), its images have loaded, and every internal link
   leads to a page and an id that exist. Screenshots land in runs/book/.
@@ -26,6 +28,7 @@ from autograder.cellmarks import marks
 from course import book
 from tests.browser import CHROMIUM
 from tests.conftest import ROOT
+from tests.student import BOOK_DYNET, lecture_run, student_on
 
 from book import build, equations
 
@@ -122,9 +125,23 @@ def test_lecture_url():
 # ---------------------------------------------------------------- the built book
 
 @pytest.fixture(scope="module")
-def built():
-    """Build the book into _build/ (notebook outputs are cached there between runs)."""
-    status = build.build()
+def release_runs(tmp_path_factory):
+    """Each lecture file name -> its run in the student's release on DyNet 2.1, where it ran to the
+    end (each run once per test run, by this worker or the other: tests/student.py)."""
+    student = student_on(tmp_path_factory, BOOK_DYNET)
+    # the last chapter first, passing any the other worker is running (its release tests take the
+    # longest first, then from the first chapter), then those passed: the two meet in the middle
+    names = [path.name for path in reversed(build.lectures())]
+    runs = {name: lecture_run(tmp_path_factory, student, name, wait=False) for name in names}
+    runs = {name: ran or lecture_run(tmp_path_factory, student, name) for name, ran in runs.items()}
+    return {name: ran / name for name, ran in runs.items() if (ran / name).exists()}
+
+
+@pytest.fixture(scope="module")
+def built(release_runs):
+    """Build the book into _build/, showing the release's runs of the lectures (a lecture that
+    failed there is executed by the build, which then fails with its error)."""
+    status = build.build(executed=release_runs)
     assert status == 0, "the book did not build: see the Sphinx messages above"
     return build.HTML
 
@@ -150,10 +167,11 @@ def parsed(path: Path) -> _Ids:
 
 
 @pytest.mark.notebook
-def test_every_lecture_ran_without_an_error(built):
-    """What tests/test_notebooks.py asks of a lecture, from the book's own execution."""
+def test_every_lecture_ran_without_an_error(built, release_runs):
+    """What tests/test_notebooks.py asks of a lecture, from the execution the book shows: the
+    student release's on DyNet 2.1."""
     from jupyter_cache import get_cache
-    cache = get_cache(build.BUILD / "jupyter_cache")
+    cache = get_cache(build.CACHE)
     for path in build.lectures():
         # the cached run of this very code (a lecture whose code changed has no match)
         record = cache.match_cache_notebook(nbformat.read(build.SRC / "lectures" / path.name, as_version=4))
@@ -164,6 +182,8 @@ def test_every_lecture_ran_without_an_error(built):
         assert code and all(c.execution_count for c in code), f"{path.name}: a cell did not run"
         errors = [o for c in code for o in c.outputs if o.output_type == "error"]
         assert not errors, f"{path.name}: {errors[0]['ename']}: {errors[0]['evalue']}"
+        # and the run the book shows is the release's, not one of its own
+        assert record.uri == str(release_runs.get(path.name)), f"{path.name}: the book ran it again"
 
 
 @pytest.mark.notebook

@@ -203,7 +203,7 @@ def book_cache():
     from jupyter_cache import get_cache
     from book import build
     assert build.build() == 0, "the book did not build (a lecture failed?): see the Sphinx messages above"
-    return get_cache(build.BUILD / "jupyter_cache")
+    return get_cache(build.CACHE)
 
 
 @functools.lru_cache(maxsize=None)

@@ -6,97 +6,28 @@ wheel is built from the same source), and run there: every lecture, every exerci
 answers put back (its visible checks, not the hidden tests), `nbgrader validate` on a solved
 exercise, `python -m course train`, and the message a student gets for `1 - z` on DyNet 2.2.
 
-The two environments are built once per test run and shared by the xdist workers
-(tests.conftest.once_per_run); each costs a minute or two of pip with a warm cache.
+The two environments are built once per test run and shared by the xdist workers (tests/student.py);
+each costs a minute or two of pip with a warm cache. Each lecture runs once per run and environment:
+on DyNet 2.1 the book's build (tests/test_book.py) shows the outputs of that same run.
 """
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder import chapters
-from autograder.release import build
-from tests.conftest import ROOT, once_per_run
 from autograder.notebook_runner import with_answers
+from tests.conftest import ROOT
+from tests.student import editable, lecture_run, student_on
 
 DYNETS = ["2.1", "2.2"]
 LECTURES = [c.notebook("lectures").name for c in chapters.load()]     # the chapter manifest
 EXERCISES = [c.notebook("exercises").name for c in chapters.load()]
 INSTRUCTOR_ONLY = ["jupyterhub", "pamela", "sphinx", "myst-nb", "pytest", "playwright", "nh3"]
-RUN_NOTEBOOK = """
-import sys, nbformat
-from pathlib import Path
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
-path = Path(sys.argv[1])
-nb = nbformat.read(path, as_version=4)
-client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                        allow_errors=len(sys.argv) > 2)
-try:
-    client.execute()
-except CellExecutionError as err:
-    sys.exit(str(err)[-4000:])
-nbformat.write(nb, path)
-"""
-
-
-def student_environ():
-    """The student's shell: nothing of the repository or its environment on any path."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"PYTHONPATH", "VIRTUAL_ENV", "NBGRADER_EXECUTION", "JUPYTER_PATH",
-                        "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH"}}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if not p.startswith(str(ROOT)))
-    env["MPLBACKEND"] = "Agg"
-    return env
-
-
-class Student:
-    def __init__(self, home: Path):
-        self.home, self.release, self.venv = home, home / "course-release", home / "venv"
-        self.python = self.venv / "bin" / "python"
-
-    def run(self, *args, timeout=900, check=True, cwd=None):
-        done = subprocess.run([str(a) for a in args], cwd=cwd or self.release, env=student_environ(),
-                              capture_output=True, text=True, timeout=timeout)
-        if check:
-            assert done.returncode == 0, f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        return done
-
-    def execute(self, notebook: Path, allow_errors=False):
-        return self.run(self.python, "-c", RUN_NOTEBOOK, notebook, *(["errors"] if allow_errors else []),
-                        cwd=notebook.parent, check=False)
-
-
-def editable(dynet: str) -> bool:
-    return dynet == "2.1"
-
-
-def make_student(home: Path, dynet: str) -> Student:
-    student = Student(home)
-    build(student.release)
-    # a venv with the newest pip, as `python3 -m venv` and `pip install --upgrade pip` leave it; this checkout's
-    # pip puts it in (ensurepip's older pip, then the upgrade, took three times as long)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(student.venv)], check=True)
-    pip = subprocess.run([sys.executable, "-m", "pip", "--python", str(student.python), "install", "--quiet", "pip"],
-                         capture_output=True, text=True)
-    assert pip.returncode == 0, pip.stderr[-3000:]
-    # DyNet 2.1's student installs as the release README's table says (-e); 2.2's with `pip install .`,
-    # which copies the package alone into site-packages: its lectures find the data from their folder
-    student.run(student.python, "-m", "pip", "install", "--quiet", *(["-e"] if editable(dynet) else []), ".")
-    if dynet != "2.1":     # what pip installs on macOS, Windows, Linux aarch64 and Python 3.13
-        student.run(student.python, "-m", "pip", "install", "--quiet", f"dyNET38=={dynet}")
-    return student
-
-
 @pytest.fixture(scope="session", params=DYNETS, ids=[f"dynet{v}" for v in DYNETS])
 def student(request, tmp_path_factory):
-    return Student(once_per_run(tmp_path_factory, f"student-dynet{request.param}",
-                                lambda home: make_student(home, request.param)))
+    return student_on(tmp_path_factory, request.param)
 
 
 def test_the_environment_is_the_students_alone(student):
@@ -118,9 +49,10 @@ def test_the_environment_is_the_students_alone(student):
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", LECTURES)
-def test_lecture_runs_in_the_release(student, name):
-    result = student.execute(student.release / "lectures" / name)
-    assert result.returncode == 0, f"lectures/{name} failed in the release:\n{result.stderr[-4000:]}"
+def test_lecture_runs_in_the_release(student, name, tmp_path_factory):
+    ran = lecture_run(tmp_path_factory, student, name)      # the release's own copy, in this environment
+    assert (ran / "returncode").read_text() == "0", \
+        f"lectures/{name} failed in the release:\n{(ran / 'stderr').read_text()[-4000:]}"
 
 
 @pytest.mark.notebook
