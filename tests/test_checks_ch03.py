@@ -110,9 +110,23 @@ def test_the_checks_are_registered():
     assert all(all_checks()[name].functions == ("lstm_step",) for name in NAMES)
 
 
+def carousel_gaps(step) -> list:
+    """How far apart each step's c_t - c_{t-1} is within the carousel check's pairs, and the
+    largest |c|: said when a correct step fails, since the margin is what a failure is about."""
+    from autograder import probes
+    from autograder.reference import ch03_lstm
+    inputs = all_checks()[CAROUSEL].make_inputs()
+    c = np.asarray(probes.run_step(step, inputs)["states"])[:, 1]
+    increments = c - np.concatenate([inputs["state0"][1][None], c[:-1]])
+    half = increments.shape[-1] // 2
+    gaps = np.abs(increments[..., :half] - increments[..., half:]).reshape(len(c), -1).max(axis=1)
+    return [f"gaps {gaps.tolist()}, |c| up to {float(np.abs(c).max()):.3f}, allowed {ch03_lstm.CAROUSEL_ATOL}"]
+
+
 @pytest.mark.parametrize("correct", [reference, rewritten])
 def test_correct_steps_pass(correct):
-    assert failing(correct) == {}
+    found = failing(correct)
+    assert found == {}, (found, carousel_gaps(correct) if CAROUSEL in found else "")
 
 
 @pytest.mark.parametrize("name", sorted(MISTAKES))
