@@ -264,12 +264,25 @@ def browser():
         chromium.close()
 
 
-CHECK_PAGE = """async () => {
+# On a busy machine a page was once checked before it had finished loading (57 of its 59 math
+# elements in the document, MathJax's deferred script not yet run: none typeset). So the check waits
+# (up to a minute) for the document to be complete and, on a page with math, for MathJax to start,
+# then for its typesetting.
+MATHJAX_DONE = """
+  const deadline = Date.now() + 60000;
+  const started = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
+  while ((document.readyState !== 'complete' || (document.querySelector('div.math, span.math') && !started()))
+         && Date.now() < deadline) {
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
   if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; }
+"""
+CHECK_PAGE = """async () => {""" + MATHJAX_DONE + """
   const article = document.querySelector('main') || document.body;
   const text = Array.from(article.querySelectorAll('p, li, td, th, div.math, span.math'))
                     .map(e => e.innerText).join('\\n');
   return {
+    mathjax: !window.MathJax ? 'absent' : MathJax.startup ? 'started' : 'configured, its script not run',
     math: article.querySelectorAll('div.math, span.math').length,
     typeset: article.querySelectorAll('mjx-container').length,
     mathErrors: article.querySelectorAll('mjx-merror').length,
@@ -296,7 +309,7 @@ def test_every_page_in_the_browser(built, site, browser):
         page.goto(site + name, wait_until="networkidle")
         state = page.evaluate(CHECK_PAGE)
         assert state["typeset"] >= state["math"], f"{name}: {state['math']} math elements, " \
-                                                  f"{state['typeset']} typeset by MathJax"
+            f"{state['typeset']} typeset by MathJax (MathJax {state['mathjax']}; the page's problems: {problems})"
         assert not state["mathErrors"], f"{name}: {state['mathErrors']} MathJax errors"
         assert not state["rawMath"], f"{name}: raw TeX left in the text"
         broken = [src for src, ok in state["images"] if not ok]
@@ -329,7 +342,7 @@ def test_screenshots(built, site, browser):
     }
     for name, (url, selector) in shots.items():
         page.goto(site + url, wait_until="networkidle")
-        page.evaluate("async () => { if (window.MathJax) await MathJax.startup.promise; }")
+        page.evaluate("async () => {" + MATHJAX_DONE + "}")
         page.locator(selector).first.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.evaluate("window.scrollBy(0, -80)")                         # below the sticky header
         page.screenshot(path=str(SHOTS / f"{name}.png"))
