@@ -21,7 +21,9 @@ from course.corpus_files import split_sizes, write_split
 from course.files import read_text
 from course.grammar import Grammar, sample_split
 
-HELDOUT = paths.ROOT / "autograder" / "heldout"     # where the grader reads the held-out split
+# where the grader reads the held-out split: beside this module, wherever the course (its data) is found;
+# tests/test_student_release.py runs the hidden tests with the release's course and this grader
+HELDOUT = Path(__file__).resolve().parent / "heldout"
 NAME = "course_hidden"                               # its files: course_hidden.txt, .logprob, .stats.json
 
 

@@ -37,16 +37,29 @@ nbformat.write(nb, path)
 """
 
 
-def student_environ(backend="Agg"):
+def student_environ(backend="Agg", grader: Path | None = None):
     """The student's shell: nothing of the repository or its environment on any path; Matplotlib
-    draws with ``backend`` (no windows)."""
+    draws with ``backend`` (no windows). ``grader``: a folder holding only the grader's package, put on
+    Python's path (for a notebook's hidden tests; the student's environment holds no grader)."""
     env = {k: v for k, v in os.environ.items()
            if k not in {"PYTHONPATH", "VIRTUAL_ENV", "NBGRADER_EXECUTION", "JUPYTER_PATH",
                         "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH"}}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
                                   if not p.startswith(str(ROOT)))
     env["MPLBACKEND"] = backend
+    if grader is not None:
+        env["PYTHONPATH"] = str(grader)
     return env
+
+
+def grader_alone(folder: Path) -> Path:
+    """``folder`` holding the repository's ``autograder`` package alone (a link), for ``grader=``:
+    with it on the path the grader is importable, the repository's ``course`` is not."""
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / "autograder"
+    if not link.is_symlink():
+        link.symlink_to(ROOT / "autograder", target_is_directory=True)
+    return folder
 
 
 class Student:
@@ -54,17 +67,17 @@ class Student:
         self.home, self.release, self.venv = home, home / "course-release", home / "venv"
         self.python = self.venv / "bin" / "python"
 
-    def run(self, *args, timeout=900, check=True, cwd=None, backend="Agg"):
+    def run(self, *args, timeout=900, check=True, cwd=None, backend="Agg", grader=None):
         done = subprocess.run([str(a) for a in args], cwd=cwd or self.release,
-                              env=student_environ(backend),
+                              env=student_environ(backend, grader),
                               capture_output=True, text=True, timeout=timeout)
         if check:
             assert done.returncode == 0, f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         return done
 
-    def execute(self, notebook: Path, allow_errors=False, backend="Agg"):
+    def execute(self, notebook: Path, allow_errors=False, backend="Agg", grader=None):
         return self.run(self.python, "-c", RUN_NOTEBOOK, notebook, *(["errors"] if allow_errors else []),
-                        cwd=notebook.parent, check=False, backend=backend)
+                        cwd=notebook.parent, check=False, backend=backend, grader=grader)
 
 
 def editable(dynet: str) -> bool:

@@ -3,7 +3,8 @@ alone (the student's dependencies only) into a fresh virtual environment, once w
 (`pip install -e .`, as its README's table says) and once with 2.2 (`pip install .`, the package
 copied alone into site-packages, finding the course's data from the notebook's folder) (the DyNet of macOS, Windows, Linux aarch64 and Python 3.13: its Linux x86-64
 wheel is built from the same source), and run there: every lecture, every exercise with the
-answers put back (its visible checks, not the hidden tests), `nbgrader validate` on a solved
+answers and the grader's hidden tests put back (the grader's package alone on the path for them: the
+solutions run nowhere else), `nbgrader validate` on a solved
 exercise, `python -m course train`, and the message a student gets for `1 - z` on DyNet 2.2.
 
 The two environments are built once per test run and shared by the xdist workers (tests/student.py);
@@ -16,10 +17,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import chapters
-from autograder.notebook_runner import with_answers
+from autograder import chapters, exercises
+from autograder.notebook_runner import stderr_in_graded_cells, with_answers
 from tests.conftest import ROOT
-from tests.student import editable, lecture_run, student_on
+from tests.student import editable, grader_alone, lecture_run, student_on
 
 DYNETS = ["2.1", "2.2"]
 LECTURES = [c.notebook("lectures").name for c in chapters.load()]     # the chapter manifest
@@ -57,11 +58,17 @@ def test_lecture_runs_in_the_release(student, name, tmp_path_factory):
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", EXERCISES)
-def test_solved_exercise_runs_in_the_release(student, name):
-    answered = student.release / "exercises" / f"answered_{name}"
-    nbformat.write(with_answers(student.release / "exercises" / name, ROOT / "solutions" / name), answered)
-    result = student.execute(answered)
-    assert result.returncode == 0, f"exercises/{name} with its answers failed in the release:\n{result.stderr[-4000:]}"
+def test_solved_exercise_passes_its_hidden_tests_in_the_release(student, name, tmp_path):
+    """The release's exercise with the answers and the grader's hidden tests put back (the solution notebook,
+    cell for cell: tests/test_notebooks.py), run in the student's environment with the grader's package alone
+    beside it: every cell runs, the visible and the hidden checks pass, and no graded cell writes to stderr
+    (nbgrader would score it 0)."""
+    solved = student.release / "exercises" / f"solved_{name}"
+    nbformat.write(exercises.inject_solutions(nbformat.read(student.release / "exercises" / name, as_version=4),
+                                              nbformat.read(ROOT / "solutions" / name, as_version=4)), solved)
+    result = student.execute(solved, grader=grader_alone(tmp_path / "grader"))
+    assert result.returncode == 0, f"exercises/{name} solved failed in the release:\n{result.stderr[-4000:]}"
+    assert not stderr_in_graded_cells(nbformat.read(solved, as_version=4)), "graded cells wrote to stderr"
 
 
 def test_nbgrader_validate_passes_a_solved_exercise_and_fails_the_stub(student):
