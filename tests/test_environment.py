@@ -34,6 +34,14 @@ def test_every_dependency_is_pinned_exactly():
     assert all("==" in dep for dep in pins_from_pyproject())
 
 
+def test_reading_a_notebook_builds_no_uri_parsers():
+    """Why jsonschema is pinned (pyproject.toml): from 4.25 on, importing it (nbformat does, in every
+    notebook run, Jupyter server and grading) imports rfc3987_syntax, which builds 38 parsers: 1.9 s here."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, nbformat; print('rfc3987_syntax' in sys.modules)"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "False", "importing nbformat loads rfc3987_syntax: keep jsonschema below 4.25 (pyproject.toml)"
+
+
 def test_the_student_set_holds_nothing_of_the_instructors():
     student = " ".join(pyproject()["dependencies"]).lower()
     for tool in ["jupyterhub", "pamela", "sphinx", "myst", "pytest", "playwright", "nh3"]:
