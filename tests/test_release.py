@@ -1,4 +1,5 @@
 """The student release holds no solution, no hidden test, no reference code, no grader data."""
+import ast
 import re
 
 import nbformat
@@ -53,6 +54,17 @@ def code_sources(root):
         for k, cell in enumerate(nbformat.read(path, as_version=4).cells):
             if cell.cell_type == "code":
                 yield f"{path.relative_to(root)} cell {k}", cell.source
+
+
+def test_nothing_in_the_release_imports_the_grader(release):
+    """The solutions' hidden tests run in the release with the grader beside it
+    (tests/test_student_release.py); nothing a student gets may lean on it."""
+    for where, code in code_sources(release):
+        code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(code)):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not [n for n in names if n.split(".")[0] == "autograder"], f"{where} imports the grader"
 
 
 def test_graded_functions_appear_only_as_stubs(release):
