@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from shlex import quote
 
+from course import runtime
 from course.settings import (POSITIVE, ModelSettings, Settings, add_options, from_record, number,
                              record)
 
@@ -212,7 +213,7 @@ def cmd_train(args, given: set) -> int:
     else:
         model_s, train_s = _settings(args)
     metrics["settings"] = record(model_s, train_s)
-    from course import runtime
+
     runtime.init(seed=train_s.seed, mem=args.mem, gpu=args.gpu or None)
     if not args.resume:
         _check_settings(model_s, train_s)
@@ -370,7 +371,7 @@ class _NoInterrupts:
 
 
 def _finish(model, splits, train_s: Settings, metrics, run, yardstick, args) -> int:
-    from course import evaluation, runtime
+    from course import evaluation
     history = metrics["history"]
     best, out = len(history), run and run.folder
     if out:        # score the best epoch's parameters, which the checkpoint holds
@@ -419,7 +420,7 @@ def _checkpoint_of(path: Path) -> tuple[Path, Path | None]:
 
 def _load(path: str, gpu: bool, seed: int = 1):
     """(checkpoint folder, model, checkpoint record) of a run folder or a checkpoint, checked."""
-    from course import runs, runtime
+    from course import runs
     checkpoint, run = _checkpoint_of(Path(path))
     if run is not None:
         runs.Run(run).load()
@@ -566,7 +567,7 @@ def parser() -> argparse.ArgumentParser:
                 Settings)
     run = p.add_argument_group("the run")
     run.add_argument("--mem", type=number(int, 1, _memory_mb(), example=" (MB of memory for DyNet)"),
-                   default=512, help="MB of memory DyNet starts with (it takes more as needed); when given, "
+                   default=runtime.DEFAULT_MEM, help="MB of memory DyNet starts with (it takes more as needed); when given, "
                                      "also the most the run may need (estimated and checked before training)")
     run.add_argument("--gpu", action="store_true", help="run on the GPU (needs a CUDA DyNet)")
     run.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")

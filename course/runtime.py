@@ -42,6 +42,11 @@ _FIXES = {"-": "write `-x + 1` for `1 - x` (or `dy.ones(x.dim()[0]) - x`)",
 GPU_HELP = ('See the README section "GPU DyNet": the dyNET38 wheel is CPU-only; '
             "build a CUDA DyNet with `make dynet-gpu` and run the course from .venv-gpu.")
 
+#: MB DyNet's memory pools start with. DyNet zeroes them when it starts (512 MB cost 0.4 s of CPU and
+#: 512 MB of memory in every process: each notebook, command and sandbox) and grows them as a graph
+#: needs, with the same results: bench/dynet_start.py.
+DEFAULT_MEM = 64
+
 config: dict | None = None   # the settings DyNet was started with
 banner = ""                  # what DyNet printed at import
 _lock = threading.RLock()    # two threads starting DyNet at once must not both import it
@@ -103,8 +108,8 @@ def init(seed: int | None = 1, mem: int | None = None, autobatch: bool | None = 
     seed:      a positive integer (reproducible runs), or None for a random seed
                that is chosen here and reported by :func:`describe`. 0 is refused
                because DyNet would silently treat it as "random".
-    mem:       MB DyNet may allocate (default 512; on a GPU too, so a notebook
-               leaves the card to others).
+    mem:       MB DyNet's memory starts with (default :data:`DEFAULT_MEM`); it grows
+               as a graph needs (on a GPU too: a notebook takes of the card what it uses).
     autobatch: DyNet's automatic batching of independent operations (default off).
     gpu:       run on the GPU; None reads the environment variable COURSE_GPU.
 
@@ -135,7 +140,7 @@ def _init(seed, mem, autobatch, gpu):
         dynet.reset_random_seed(seed)
         config["seed"] = seed
         return dynet
-    mem = 512 if mem is None else int(mem)
+    mem = DEFAULT_MEM if mem is None else int(mem)
     autobatch = bool(autobatch)
     gpu = gpu_requested() if gpu is None else bool(gpu)
     if "dynet" in sys.modules:

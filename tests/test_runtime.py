@@ -1,3 +1,4 @@
+import json
 import os
 import re
 import subprocess
@@ -91,3 +92,16 @@ def test_numpy_float_limits_do_not_warn_after_dynet_starts():
     result = run_python("from course import runtime; runtime.init(seed=1); import numpy; "
                         "numpy.finfo(numpy.float64); numpy.testing.assert_allclose(1.0, 1.0)")
     assert result.returncode == 0 and result.stderr == ""
+
+
+
+def test_dynet_memory_grows_past_its_start_with_the_same_results():
+    """runtime.DEFAULT_MEM is a start, not a cap: bench/dynet_start.py's training steps (a graph of tens of
+    MB: 34 softmaxes over 5,000 words for 32 sentences, and their gradients) run from a 1 MB start, with
+    the losses of a 512 MB one."""
+    import dynet_start   # bench/dynet_start.py
+    small, large = (subprocess.run([sys.executable, "-c", dynet_start.PROBE, mem], cwd=ROOT, capture_output=True,
+                                   text=True, timeout=300) for mem in ("1", "512"))
+    assert small.returncode == 0 and large.returncode == 0, small.stderr + large.stderr
+    losses = [json.loads(run.stdout.splitlines()[-1])["losses"] for run in (small, large)]
+    assert len(losses[0]) == 3 and losses[0] == losses[1]
