@@ -104,6 +104,7 @@ bench: $(STAMP)
 	$(PY) bench/samples.py
 	$(PY) bench/notebook_times.py
 	$(PY) bench/grading_speed.py
+	$(PY) bench/dynet_start.py
 	$(PY) bench/capstone_budget.py --again
 	$(PY) bench/converge_tables.py
 	$(PY) bench/engine_speed.py --repeats 3
