@@ -44,10 +44,7 @@ chromium:
 	    { echo "make: the browser tests need Debian's chromium: run 'sudo apt-get install chromium', then make again" >&2; exit 2; }
 
 ## make test: the whole test suite (both cores: DyNet uses one per process)
-## (the course's and the grader's bytecode first: where PYTHONDONTWRITEBYTECODE is set, each of the
-## suite's thousand processes, every grading sandbox among them, compiled them from source again)
 test: $(STAMP) proxy chromium
-	@$(PY) -m compileall -q course autograder > /dev/null
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup
 
 ## make exercises: regenerate exercises/ from solutions/ with nbgrader
