@@ -55,16 +55,16 @@ def main():
             done = subprocess.run([sys.executable, "-c", PROBE, str(m)], cwd=ROOT, capture_output=True,
                                   text=True, check=True)
             runs[m].append(json.loads(done.stdout.splitlines()[-1]))
-    losses = {m: runs[m][0]["losses"] for m in mems}
-    same = all(r["losses"] == losses[mems[0]] for m in mems for r in runs[m])
+    first = runs[mems[0]][0]["losses"]
+    matches = {m: all(r["losses"] == first for r in runs[m]) for m in mems}
+    same = all(matches.values())
     rows = [[f"{m:,}", f"{statistics.median(r['start_cpu_s'] for r in runs[m]):.2f}",
              f"{statistics.median(r['rss_start_mb'] for r in runs[m]):,}",
-             f"{statistics.median(r['rss_mb'] for r in runs[m]):,}",
-             "yes" if all(r["losses"] == losses[mems[0]] for r in runs[m]) else "NO"] for m in mems]
+             f"{statistics.median(r['rss_mb'] for r in runs[m]):,}", "yes" if matches[m] else "NO"] for m in mems]
     body = (table(["mem (MB)", "CPU s to start DyNet (median)", "peak MB after the start",
                    "peak MB after 3 training steps", f"losses as with {mems[0]:,} MB"], rows)
             + f"\n\n{args.rounds} rounds, the values in turn in each; losses of the 3 steps at {mems[0]:,} MB: "
-            + ", ".join(f"{x:.3f}" for x in losses[mems[0]]) + "."
+            + ", ".join(f"{x:.3f}" for x in first) + "."
             + ("" if same else "\n\n**The losses differ between starts.**"))
     report("dynet_start", "What DyNet's starting memory costs a process", body,
            f"python bench/dynet_start.py --mems {args.mems} --rounds {args.rounds}")

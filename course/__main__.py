@@ -213,7 +213,6 @@ def cmd_train(args, given: set) -> int:
     else:
         model_s, train_s = _settings(args)
     metrics["settings"] = record(model_s, train_s)
-
     runtime.init(seed=train_s.seed, mem=args.mem, gpu=args.gpu or None)
     if not args.resume:
         _check_settings(model_s, train_s)

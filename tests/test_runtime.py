@@ -94,7 +94,6 @@ def test_numpy_float_limits_do_not_warn_after_dynet_starts():
     assert result.returncode == 0 and result.stderr == ""
 
 
-
 def test_dynet_memory_grows_past_its_start_with_the_same_results():
     """runtime.DEFAULT_MEM is a start, not a cap: bench/dynet_start.py's training steps (a graph of tens of
     MB: 34 softmaxes over 5,000 words for 32 sentences, and their gradients) run from a 1 MB start, with
