@@ -102,6 +102,7 @@ bench: $(STAMP)
 	$(PY) bench/notebook_times.py
 	$(PY) bench/grading_speed.py
 	$(PY) bench/dynet_start.py
+	$(PY) bench/sample_speed.py
 	$(PY) bench/capstone_budget.py --again
 	$(PY) bench/converge_tables.py
 	$(PY) bench/engine_speed.py --repeats 3

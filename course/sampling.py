@@ -118,6 +118,7 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
         raise ValueError(f"the prompt is {len(prompt)} tokens long, not shorter than max_length {max_length}")
     rng = np.random.default_rng(seed)
     dy.renew_cg()
+    rows = np.arange(n)       # the sentence each column of the batch draws for
     states = [layer.start(n) for layer in model.layers]
     W, b = model.W_hs.expr(), model.b_s.expr()
     tokens = [list(prompt) for _ in range(n)]
@@ -132,9 +133,9 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
             h = model.hidden_states(read)[-1]
             W, b = model.W_hs.expr(), model.b_s.expr()
         if t < len(prompt):
-            words = [model.vocab.index(prompt[t])] * n
+            words = [model.vocab.index(prompt[t])] * len(rows)
             continue
-        scores = np.reshape(dy.affine_transform([b, W, h]).npvalue(), (len(model.vocab), n))
+        scores = np.reshape(dy.affine_transform([b, W, h]).npvalue(), (len(model.vocab), len(rows)))
         if distribution is not None:
             probs = _distributions(distribution, scores, model.vocab.bos)
             with np.errstate(divide="ignore"):
@@ -143,27 +144,33 @@ def sample(model: RNNLM, n: int = 10, temperature: float = 1.0, top_k: int | Non
             logp = _tempered(scores / temperature, model.vocab.bos, top_k, top_p)
             probs = np.exp(logp)
         cumulative = np.cumsum(probs, axis=0)
-        draws = rng.random(n) * cumulative[-1]
-        words = [int(np.searchsorted(cumulative[:, j], draws[j], side="right")) for j in range(n)]
-        words = [min(w, len(model.vocab) - 1) for w in words]
-        for j, w in enumerate(words):
+        draws = rng.random(n)[rows] * cumulative[-1]       # n draws a step, whoever has finished
+        words = [min(int(np.searchsorted(cumulative[:, k], draws[k], side="right")), len(model.vocab) - 1)
+                 for k in range(len(rows))]
+        for k, (j, w) in enumerate(zip(rows, words)):
             if finished[j] is not False:
                 continue
             if w != model.vocab.eos and len(tokens[j]) == max_length:
                 finished[j] = None    # full: the sentence stays unfinished
                 continue
-            logprob[j] += logp[w, j]
+            logprob[j] += logp[w, k]
             if w == model.vocab.eos:
                 finished[j] = True
             else:
                 tokens[j].append(model.vocab.token(w))
         if all(f is not False for f in finished):
             break
-        if model.stepwise() and t % SAMPLE_GRAPH_STEPS == SAMPLE_GRAPH_STEPS - 1:
-            # a fresh graph from the state's numbers: the same values, and memory that does not
-            # grow with the sentence (2,000 sentences of 60 steps held 4.5 GB in one graph)
-            values = model.state_values(states)
-            dy.renew_cg()
-            states = [layer.start(n, v) for layer, v in zip(model.layers, values)]
-            W, b = model.W_hs.expr(), model.b_s.expr()
+        if t % SAMPLE_GRAPH_STEPS == SAMPLE_GRAPH_STEPS - 1:
+            # a fresh graph, for the sentences still going only: from the state's numbers (the same
+            # values), memory that does not grow with the sentence (2,000 sentences of 60 steps held
+            # 4.5 GB in one graph), and no softmax over the vocabulary for a sentence that has ended
+            going = [k for k, j in enumerate(rows) if finished[j] is False]
+            rows, words = rows[going], [words[k] for k in going]
+            if model.stepwise():
+                values = [[v[:, going] for v in layer] for layer in model.state_values(states)]
+                dy.renew_cg()
+                states = [layer.start(len(rows), v) for layer, v in zip(model.layers, values)]
+                W, b = model.W_hs.expr(), model.b_s.expr()
+            else:
+                read = [[step[k] for k in going] for step in read]
     return [Sample(tokens[j], float(logprob[j]), finished[j] is True) for j in range(n)]

@@ -94,19 +94,31 @@ def test_lm_sample_contract(tiny_corpus):
         sampling.sample(model, temperature=0)
 
 
-@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("cell", ["lstm", "gru", "gru, reading the prefix again"])
 def test_sample_starts_new_graphs_without_changing_a_draw(tiny_corpus, monkeypatch, cell):
     """sample() rebuilds its graph from the state's numbers every SAMPLE_GRAPH_STEPS steps (so
-    memory does not grow with the sentence): the sentences and log-probabilities stay the same."""
+    memory does not grow with the sentence), for the sentences still going only (no softmax
+    for one that has ended): the sentences and log-probabilities stay the same."""
     from course import lm, sampling
     from course.data import Vocab
-    model = lm.RNNLM(Vocab.build(tiny_corpus), cell, 8, 8, 2)
-    drawn = {}
+    model = lm.RNNLM(Vocab.build(tiny_corpus), cell.split(",")[0], 8, 8, 2)
+    if "prefix" in cell:
+        model.stepwise = lambda: False
+    tempered = sampling._tempered
+    drawn, widths = {}, {}
     for steps in (1, 3, 10_000):
         monkeypatch.setattr(sampling, "SAMPLE_GRAPH_STEPS", steps)
+        widths[steps] = []
+        monkeypatch.setattr(sampling, "_tempered", lambda scores, *rest: widths[steps].append(scores.shape[1])
+                            or tempered(scores, *rest))
         drawn[steps] = [(s.tokens, s.logprob) for s in sampling.sample(model, n=40, seed=3, max_length=12, temperature=1.5)]
-    assert drawn[1] == drawn[3] == drawn[10_000]
+    assert [t for t, _ in drawn[1]] == [t for t, _ in drawn[3]] == [t for t, _ in drawn[10_000]]
+    for steps in (1, 3):
+        assert [lp for _, lp in drawn[steps]] == pytest.approx([lp for _, lp in drawn[10_000]], abs=1e-9)
     assert max(len(tokens) for tokens, _ in drawn[1]) > 3       # long enough to cross a new graph
+    assert set(widths[10_000]) == {40}                                  # one graph: all 40 to the end
+    for steps in (1, 3):                                                # the ended ones dropped
+        assert widths[steps] == sorted(widths[steps], reverse=True) and widths[steps][-1] < 40
 
 
 def test_the_grammar_judges_its_own_sentences_perfect_and_finds_lost_agreement():
