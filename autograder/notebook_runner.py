@@ -12,20 +12,31 @@ from nbclient.exceptions import CellExecutionError
 from autograder.cellmarks import marks
 
 CELL_TIMEOUT = 600
+# jupyter_client picks free TCP ports for a kernel, closes them, and starts the kernel, which binds
+# them a second later: by then another process starting a kernel at the same moment can hold one,
+# and the kernel dies before it answers ("Address already in use"), before any cell has run. Such a
+# start is tried again, a few times; a kernel that dies after it answered is not.
+KERNEL_STARTS = 3
+DIED_AT_START = "before replying to kernel_info"
 
 
 def execute(path: Path, nb=None, stop_at_error: bool = True):
     """Run a notebook; return (executed notebook, seconds, error or None)."""
     nb = nb if nb is not None else nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}},
-                            allow_errors=not stop_at_error)
     start, error = time.perf_counter(), None
-    try:
-        client.execute()
-    except CellExecutionError as err:
-        error = err
-    return nb, time.perf_counter() - start, error
+    for attempt in range(1, KERNEL_STARTS + 1):
+        client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                                resources={"metadata": {"path": str(path.parent)}},
+                                allow_errors=not stop_at_error)
+        try:
+            client.execute()
+        except CellExecutionError as err:
+            error = err
+        except RuntimeError as err:
+            if DIED_AT_START in str(err) and attempt < KERNEL_STARTS:
+                continue
+            raise
+        return nb, time.perf_counter() - start, error
 
 
 def stderr_in_graded_cells(nb) -> list[str]:

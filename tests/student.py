@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder.notebook_runner import DIED_AT_START, KERNEL_STARTS
 from autograder.release import build
 from tests.conftest import ROOT, once_per_run
 
@@ -27,14 +28,19 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 path = Path(sys.argv[1])
 nb = nbformat.read(path, as_version=4)
-client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                        allow_errors=len(sys.argv) > 2)
-try:
-    client.execute()
-except CellExecutionError as err:
-    sys.exit(str(err)[-4000:])
+for attempt in range(1, KERNEL_STARTS + 1):      # a kernel that died at its start: autograder/notebook_runner.py
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                            allow_errors=len(sys.argv) > 2)
+    try:
+        client.execute()
+        break
+    except CellExecutionError as err:
+        sys.exit(str(err)[-4000:])
+    except RuntimeError as err:
+        if DIED_AT_START not in str(err) or attempt == KERNEL_STARTS:
+            raise
 nbformat.write(nb, path)
-"""
+""".replace("KERNEL_STARTS", str(KERNEL_STARTS)).replace("DIED_AT_START", repr(DIED_AT_START))
 
 
 def student_environ(backend="Agg", grader: Path | None = None):

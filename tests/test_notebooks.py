@@ -78,3 +78,34 @@ def test_exercise_as_shipped_stops_at_the_first_student_cell(path):
     assert ename == "NotImplementedError", f"cell {index} raised {ename}, not the expected stub error"
     answers = [i for i, c in enumerate(nb.cells) if marks(c).get("solution")]
     assert index >= answers[0], "an error before the first student cell"
+
+
+def test_a_kernel_that_dies_at_its_start_is_started_again_and_no_other_failure_is(tmp_path, monkeypatch):
+    """Two kernels started at once can be given the same free port; the one that finds it taken dies
+    before it answers, before any cell has run: notebook_runner starts it again. A kernel that
+    died another way is reported, not hidden."""
+    from autograder import notebook_runner
+    path = tmp_path / "two.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1 + 1)")]), path)
+    real, starts = notebook_runner.NotebookClient, []
+
+    def dying(message, times):
+        class Client(real):
+            def execute(self, **kwargs):
+                starts.append(message)
+                if len(starts) <= times:
+                    raise RuntimeError(message)
+                return super().execute(**kwargs)
+        return Client
+    monkeypatch.setattr(notebook_runner, "NotebookClient", dying("Kernel died before replying to kernel_info", 2))
+    nb, _, error = execute(path)
+    assert error is None and len(starts) == 3 and nb.cells[0].outputs[0]["text"] == "2\n"
+    starts.clear()
+    monkeypatch.setattr(notebook_runner, "NotebookClient", dying("Kernel died before replying to kernel_info", 3))
+    with pytest.raises(RuntimeError, match="kernel_info"):          # three starts, then it says so
+        execute(path)
+    starts.clear()
+    monkeypatch.setattr(notebook_runner, "NotebookClient", dying("Kernel didn't respond in 60 seconds", 1))
+    with pytest.raises(RuntimeError, match="respond"):
+        execute(path)
+    assert len(starts) == 1
