@@ -271,7 +271,7 @@ def isolated(function, *args):
 def run_submission(request: dict, inputs: dict, probes: dict):
     """In the child that runs student code: the cells, then the probes. Frames name
     cells and checks by their index in the request; the parent supplies the names."""
-    from autograder.probes import to_arrays
+    from autograder.probes import clean_memory, to_arrays
     import numpy as np
     guard = Guard()
     namespace = {"__name__": "__student__", "__builtins__": __builtins__}
@@ -302,6 +302,7 @@ def run_submission(request: dict, inputs: dict, probes: dict):
                                        "(answer cell deleted, renamed or failing)")
             continue
         probe, traced = probes[check]
+        clean_memory()
         result, err = isolated(probe, functions, inputs[check])
         problems = tampering(guard)
         if err is not None:
@@ -426,10 +427,11 @@ def run_child(request: dict, inputs: dict, workdir: Path, confining: bool) -> in
 
 def run_replay(request: dict, inputs: dict):
     """Programs traced in another sandbox, run here without any student code."""
-    from autograder.probes import to_arrays, trace
+    from autograder.probes import clean_memory, to_arrays, trace
     import numpy as np
     for item in request["replay"]:
         check = item["check"]
+        clean_memory()
         try:
             numbers = trace.replay(item["program"], inputs[check])
         except Exception as err:

@@ -199,6 +199,25 @@ def _explain_in_notebook():
     shell.set_custom_exc((TypeError,), show)
 
 
+def clear_memory(megabytes: int | None = None):
+    """Write zeros over the memory DyNet's next graphs compute in: its first ``megabytes``
+    (default: all the forward memory it started with, a quarter of ``mem``); a new graph starts.
+
+    DyNet's matrix product on the CPU computes 0 x (what its result's memory held) + A B
+    (dynet/matrix-multiply.h), and each new graph reuses the memory of the last. A NaN or an
+    infinity that an earlier graph left there (a run that diverged, a step that overflowed) is
+    not removed by 0 x: it comes back in ``W * x`` of later graphs computed from sound numbers,
+    until the process restarts. training.train calls this at a loss that is not finite, and the
+    grader before each check; call it yourself after a cell of your own produced NaN. Memory that
+    a larger graph made DyNet add past the start is not written (restart the kernel there)."""
+    dy = dynet()
+    start = max(config["mem"], 4) << 20 >> 2              # bytes: a quarter of mem (1 MB at least) is forward memory
+    size = start if megabytes is None else min(start, megabytes << 20)
+    dy.renew_cg()
+    dy.zeros((size // 4,)).forward()                      # 4 bytes a float
+    dy.renew_cg()
+
+
 def dynet():
     """The dynet module, started with the defaults if nobody called :func:`init`."""
     with _lock:

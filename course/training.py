@@ -185,6 +185,7 @@ def train(model: RNNLM, train_sentences, valid_sentences=None, settings: Setting
 
 def _diverged(model: RNNLM, nll: float, epoch: int, index: int, trainer, state: TrainState):
     """Raise :class:`TrainingDiverged`, its ``state`` where training stood before the batch."""
+    runtime.clear_memory()            # the NaN or inf must not come back in the next graphs' W * x
     if isinstance(model.cell, Cell) and epoch == 1 and index == 0:
         err = TrainingDiverged(
             f"the loss of the very first batch is {nll}, before any update: the step function "

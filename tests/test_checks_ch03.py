@@ -129,6 +129,21 @@ def test_correct_steps_pass(correct):
     assert found == {}, (found, carousel_gaps(correct) if CAROUSEL in found else "")
 
 
+def overflowing(p, x, state):
+    """A step whose every number is NaN: its graphs leave NaN in DyNet's memory."""
+    h, c = reference(p, x, state)
+    return (h * float("nan"), c * float("nan"))
+
+
+def test_a_step_that_overflowed_does_not_fail_the_next_sound_one():
+    """DyNet's matrix product computes 0 x (its memory) + W x, so the NaN a step left in DyNet's
+    memory came back in the next step's ``W * x`` (a correct step, written with ``*``, failed the
+    carousel check after another test had trained a model to NaN in the same process): each check
+    starts from zeroed memory (probes.clean_memory)."""
+    assert CAROUSEL in failing(overflowing)
+    assert failing(rewritten) == {}
+
+
 @pytest.mark.parametrize("name", sorted(MISTAKES))
 def test_a_mistake_fails_the_checks_of_its_parts_and_is_named(name):
     step, hints = MISTAKES[name]

@@ -104,3 +104,37 @@ def test_dynet_memory_grows_past_its_start_with_the_same_results():
     assert small.returncode == 0 and large.returncode == 0, small.stderr + large.stderr
     losses = [json.loads(run.stdout.splitlines()[-1])["losses"] for run in (small, large)]
     assert len(losses[0]) == 3 and losses[0] == losses[1]
+
+
+NAN_LEFT_BEHIND = r"""
+import os
+import numpy as np
+from course import runtime
+dy = runtime.init(seed=1)
+rng = np.random.default_rng(0)
+W, X = rng.normal(size=(2, 3)), rng.normal(size=(3, 8))
+def product():
+    dy.renew_cg()
+    pc = dy.ParameterCollection()
+    w = pc.add_parameters((2, 3), init=dy.NumpyInitializer(W)).expr()
+    return (w * dy.inputTensor(X, batched=True)).npvalue()
+sound = product()
+dy.renew_cg()
+(dy.exp(-dy.tanh(dy.inputTensor(np.full((64, 64), np.nan), batched=True)) + 1) * 1.0).npvalue()   # a graph of NaN
+left = product()
+if os.environ["CLEAR"]:
+    runtime.clear_memory()
+print(int(np.isnan(left).sum()), int(np.array_equal(product(), sound)), int(np.allclose(sound, W @ X, atol=1e-5)))
+"""
+
+
+@pytest.mark.parametrize("clear", [False, True])
+def test_a_nan_left_in_dynets_memory_comes_back_in_w_x_until_cleared(clear):
+    """DyNet's CPU matrix product computes 0 x (its memory) + W x: after a graph of NaN, a product of
+    sound numbers in the next graph is NaN, and stays so until runtime.clear_memory() (which training
+    calls at a diverged loss, and the grader's checks at numbers that are not finite)."""
+    run = run_python(NAN_LEFT_BEHIND, CLEAR="1" if clear else "")
+    assert run.returncode == 0, run.stderr
+    nans, same, right = map(int, run.stdout.split())
+    assert nans > 0 and right == 1                     # DyNet's own behaviour, which the course works around
+    assert same == (1 if clear else 0)

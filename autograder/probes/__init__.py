@@ -56,6 +56,18 @@ def dynet():
     return runtime.dynet()
 
 
+#: DyNet memory zeroed before each check: more than any check's graphs take
+CHECK_MEMORY_MB = 8
+
+
+def clean_memory():
+    """Before each check, in the sandbox, the replay and the notebooks: a NaN or infinity that the
+    last check's graphs left in DyNet's memory would come back in this one's ``W * x`` and fail a
+    sound function for another's overflow (course.runtime.clear_memory says why)."""
+    from course import runtime
+    runtime.clear_memory(CHECK_MEMORY_MB)
+
+
 def parameters(values: dict):
     """The grader's values as DyNet parameters, in a fresh computation graph:
     ``(pc, P, p)`` with ``P`` the parameters (to read gradients from; ``pc`` keeps

@@ -85,6 +85,7 @@ def run_check(c: Check, functions: dict) -> list:
     """Inputs, probe, the trip out of the sandbox, and judge, all in this process:
     the list of problems (empty when the functions pass)."""
     inputs = c.make_inputs()
+    probes.clean_memory()
     return c.judge(probes.transported(probes.lookup(c.probe)(functions, inputs)), inputs)
 
 
