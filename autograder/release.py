@@ -53,6 +53,11 @@ It runs the notebook top to bottom and reports the checks that fail. The grader 
 checks on other inputs (batch sizes above 1, several steps, gradients), so make your functions
 general, not tuned to the visible examples.
 
+A NaN can outlive the cell that made it: DyNet's matrix product computes 0 x (what its memory
+held) + W x, and each new graph reuses the last one's memory, so after a step that overflowed,
+`W * x` of sound numbers can come out NaN in later cells. Training and the checks clear that
+memory themselves; after a NaN of your own, run `runtime.clear_memory()` (or restart the kernel).
+
 ## Submit
 
 On the course hub: the **Assignments** tab (Nbgrader > Assignments) lists each chapter; *Fetch*
