@@ -90,9 +90,9 @@ def readable_paths() -> list:
 
 
 def preload(request: dict) -> dict:
-    """Import everything student code or a probe may need while files can still be read."""
-    import matplotlib
-    matplotlib.use("Agg")
+    """Import everything student code or a probe may need while files can still be read (Python's
+    own and the installed packages stay readable: Matplotlib, which no check uses, loads from there
+    when a cell imports it, drawing with MPLBACKEND's Agg)."""
     import numpy  # noqa: F401
     import dynet_config  # noqa: F401
     from course import runtime
@@ -550,6 +550,7 @@ class SandboxProcess:
         command = [sys.executable, "-c", LAUNCHER, str(self.workdir), str(write)]
         isolated, _ = namespaces()
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.workdir), "MPLCONFIGDIR": str(self.workdir),
+               "MPLBACKEND": "Agg",
                "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
                "COURSE_GPU": os.environ.get("COURSE_GPU", "")}
         self.process = subprocess.Popen((NAMESPACES if isolated else []) + command, cwd=self.workdir, env=env,

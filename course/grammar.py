@@ -140,13 +140,13 @@ class Grammar:
         self.lexicon = lexicon or Lexicon()
         self.rules = build_rules(self.lexicon, p, max_depth)
         self.start = "S"
-        self._cumulative = {}
+        self._expansions = {}      # lhs -> its rules' cumulative probabilities, the rules, each rhs reversed
         for lhs, rules in self.rules.items():
             running, cum = 0.0, []
             for rule in rules:
                 running += rule.prob
                 cum.append(running)
-            self._cumulative[lhs] = cum
+            self._expansions[lhs] = (cum, rules, [tuple(reversed(r.rhs)) for r in rules])
         self.terminals = sorted({s for rules in self.rules.values() for r in rules
                                  for s in r.rhs if not is_nonterminal(s)})
         spelled = {"an"} if "a" in self.terminals else set()  # "a" is also written "an"
@@ -158,16 +158,17 @@ class Grammar:
     def sample(self, rng: random.Random) -> Derivation:
         """Draw one sentence; rng is a `random.Random` (its only randomness)."""
         stack, words, used = [self.start], [], []
+        expansions, draw, pick = self._expansions, rng.random, bisect.bisect_right     # looked up once
         while stack:
             symbol = stack.pop()
-            rules = self.rules.get(symbol)
-            if rules is None:
+            expansion = expansions.get(symbol)
+            if expansion is None:
                 words.append(symbol)
                 continue
-            cum = self._cumulative[symbol]
-            i = min(bisect.bisect_right(cum, rng.random() * cum[-1]), len(rules) - 1)
+            cum, rules, reversed_rhs = expansion
+            i = min(pick(cum, draw() * cum[-1]), len(rules) - 1)
             used.append(rules[i])
-            stack.extend(reversed(rules[i].rhs))
+            stack.extend(reversed_rhs[i])
         return Derivation(tuple(spell(words)), tuple(used))
 
     # -- parsing ------------------------------------------------------------

@@ -8,6 +8,7 @@ animal noun phrase at embedding depth 1); terminals are lower-case words.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -21,8 +22,8 @@ class Rule:
     rhs: tuple
     prob: float
 
-    @property
-    def logprob(self) -> float:
+    @functools.cached_property
+    def logprob(self) -> float:          # asked millions of times when a corpus is written or judged
         return math.log(self.prob)
 
     def __str__(self) -> str:

@@ -1,8 +1,10 @@
 """DyNet is configured once per test process, before anything imports it; the order of the
-work under xdist (tests/ordering.py); what a run builds once and every worker reads (once_per_run)."""
+work under xdist (tests/ordering.py); what a run builds once and every worker reads (once_per_run),
+the slowest of it started early, in the background (environments_built_early)."""
 import fcntl
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,31 @@ def once_per_run(tmp_path_factory, name: str, build, wait: bool = True) -> Path 
             build(folder)
             built.touch()
     return folder
+
+
+def build_in_background(tmp_path_factory, name: str, build):
+    """once_per_run(name, build) in a thread of this worker, unless a worker is building it already."""
+    def run():
+        try:
+            once_per_run(tmp_path_factory, name, build, wait=False)
+        except Exception:              # built again, and the failure reported, by the test that needs it
+            pass
+    threading.Thread(target=run, name=f"build {name}", daemon=True).start()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def environments_built_early(request, tmp_path_factory):
+    """The environments that pip installs from the network, needed minutes into the run, started at
+    each worker's first test, beside it: pip waits on the network and the disk much of its time,
+    and the tests around it use the cores meanwhile (about 6% of the two cores' time idle otherwise,
+    mostly while pip waited). The test that needs one waits for it (once_per_run)."""
+    ids = [item.nodeid for item in request.session.items]
+    if any(i.startswith("tests/test_student_release.py") and "dynet2.2" in i for i in ids):
+        from tests.student import make_student
+        build_in_background(tmp_path_factory, "student-dynet2.2", lambda home: make_student(home, "2.2"))
+    if any(i.startswith("tests/test_dynet_versions.py") for i in ids):
+        from tests.test_dynet_versions import make_environment
+        build_in_background(tmp_path_factory, "dynet2.2-suite", make_environment)
 
 
 @pytest.fixture

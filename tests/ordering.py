@@ -19,25 +19,39 @@ CACHE_KEY = "tests/durations"
 DEFAULT_S = 1.0
 # Seconds per test on a 2-core machine, for a fresh clone (no cached durations): the slow ones
 # only, by node id prefix (the longest matching prefix counts). Only the order depends on them.
-HINTS = {
-    "tests/test_autograder.py::test_each_submission_gets_exactly_what_it_earned": 10,   # the class, graded once
-    "tests/test_dask_grading.py::test_a_cluster": 400,           # the class graded on the cluster
-    "tests/test_dask_grading.py::test_the_workers": 90,          # the cluster's environment
-    "tests/test_book.py::test_every_lecture_ran": 450,           # the lectures run in the release (2.1), the build
-    "tests/test_dynet_versions.py::": 400,
-    "tests/test_hub.py::test_a_class_on_the_hub": 250,
-    "tests/test_hub.py::test_a_student_runs": 60,
-    "tests/test_student_release.py::": 30,                      # a notebook in a fresh kernel
-    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.1-09": 60,
-    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-09": 60,
-    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.1-10": 100,
-    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-10": 100,
-    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.1-10": 100,
-    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.2-10": 100,
-    "tests/test_slips.py::test_the_grader": 8,
-    "tests/test_generation.py::": 40,
-    "tests/test_gpu_speed.py::test_the_dynet_cpu_row": 100,
-    "tests/test_deadlines.py::": 15,
+HINTS = {      # the medians of two fresh-clone runs on an Intel Xeon, 2026-12-06
+    "tests/test_autograder.py::test_each_submission_gets_exactly_what_it_earned": 2,    # the class, graded once: about 75
+    "tests/test_autograder.py::test_feedback_pages": 30,
+    "tests/test_dask_grading.py::test_a_cluster": 110,           # the class graded on the cluster
+    "tests/test_dask_grading.py::test_the_workers": 22,          # the cluster's environment
+    "tests/test_book.py::test_every_lecture_ran": 290,           # the lectures run in the release (2.1), the build
+    "tests/test_book.py::test_every_page_in_the_browser": 53,
+    "tests/test_dynet_versions.py::": 55,
+    "tests/test_hub.py::test_a_class_on_the_hub": 120,
+    "tests/test_hub.py::test_a_student_runs": 11,
+    "tests/test_student_release.py::": 8,                       # a notebook in a fresh kernel
+    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-03": 25,
+    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-07": 19,
+    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-09": 30,
+    "tests/test_student_release.py::test_lecture_runs_in_the_release[dynet2.2-10": 55,
+    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.1-03": 20,
+    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.2-03": 22,
+    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.1-08": 15,
+    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.2-08": 19,
+    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.1-09": 26,
+    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.2-09": 28,
+    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.1-10": 80,
+    "tests/test_student_release.py::test_solved_exercise_passes_its_hidden_tests_in_the_release[dynet2.2-10": 68,
+    "tests/test_cli_stream.py::test_ctrl_c": 39,
+    "tests/test_ptb_bench.py::test_the_command_line_in_stream_mode": 25,
+    "tests/test_attacks_feedback.py::test_honest_work": 29,
+    "tests/test_grading_runs.py::test_a_run_waits": 23,
+    "tests/test_grammar.py::test_make_corpus": 22,
+    "tests/test_grader_ch11.py::test_the_grader_gives": 14,        # chapter 11's class, graded once
+    "tests/test_slips.py::test_the_grader": 1,
+    "tests/test_generation.py::": 1,
+    "tests/test_gpu_speed.py::test_the_dynet_cpu_row": 4,
+    "tests/test_deadlines.py::": 3,
 }
 
 

@@ -248,7 +248,7 @@ def site(built):
     server.shutdown()
 
 
-class _QuietHandler(book._BookHandler):
+class _QuietHandler(book.book_handler()):
     def log_message(self, *args):
         pass
 
@@ -292,42 +292,56 @@ CHECK_PAGE = """async () => {""" + MATHJAX_DONE + """
 }"""
 
 
-@pytest.mark.notebook
-def test_every_page_in_the_browser(built, site, browser):
+TABS = 4     # pages loaded side by side: each page's wait for a quiet network (half a second) overlaps the others'
+
+
+def watched_tab(browser, problems: list):
+    """A new tab whose console errors, page errors, failed and refused requests go into ``problems``."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    problems = []
     page.on("console", lambda m: m.type == "error"
             and problems.append(f"{page.url}: console: {m.text} ({m.location.get('url')})"))
     page.on("pageerror", lambda e: problems.append(f"{page.url}: {e}"))
     page.on("requestfailed", lambda r: r.failure != "net::ERR_ABORTED"      # left by a navigation
             and problems.append(f"{page.url}: failed to load {r.url}: {r.failure}"))
     page.on("response", lambda r: r.status >= 400 and problems.append(f"{page.url}: {r.status} {r.url}"))
+    return page
+
+
+@pytest.mark.notebook
+def test_every_page_in_the_browser(built, site, browser):
+    problems = []
+    tabs = [watched_tab(browser, problems) for _ in range(TABS)]
     pages = sorted(p.relative_to(built).as_posix() for p in built.rglob("*.html")
                    if not p.relative_to(built).as_posix().startswith("_"))   # not the theme's parts
     seen_math = seen_images = 0
-    for name in pages:
-        page.goto(site + name, wait_until="networkidle")
-        state = page.evaluate(CHECK_PAGE)
-        assert state["typeset"] >= state["math"], f"{name}: {state['math']} math elements, " \
-            f"{state['typeset']} typeset by MathJax (MathJax {state['mathjax']}; the page's problems: {problems})"
-        assert not state["mathErrors"], f"{name}: {state['mathErrors']} MathJax errors"
-        assert not state["rawMath"], f"{name}: raw TeX left in the text"
-        broken = [src for src, ok in state["images"] if not ok]
-        assert not broken, f"{name}: images not loaded: {broken}"
-        seen_math += state["math"]
-        seen_images += len(state["images"])
-        for href in parsed(built / name).hrefs:
-            target = urljoin(site + name, href)
-            if not target.startswith(site):
-                continue                                # external (none expected) or a file URL
-            parts = urlsplit(target)
-            path = built / (parts.path[len(urlsplit(site).path):] or "index.html")
-            assert path.exists(), f"{name}: link to a missing page {href}"
-            if parts.fragment and path.suffix == ".html":
-                assert parts.fragment in parsed(path).ids, f"{name}: link to a missing anchor {href}"
+    for first in range(0, len(pages), TABS):
+        batch = list(zip(tabs, pages[first:first + TABS]))
+        for tab, name in batch:
+            tab.goto(site + name, wait_until="commit")
+        for tab, name in batch:
+            tab.wait_for_load_state("networkidle")     # its scripts, styles, images and fonts all loaded
+            state = tab.evaluate(CHECK_PAGE)
+            assert state["typeset"] >= state["math"], f"{name}: {state['math']} math elements, " \
+                f"{state['typeset']} typeset by MathJax (MathJax {state['mathjax']}; the page's problems: {problems})"
+            assert not state["mathErrors"], f"{name}: {state['mathErrors']} MathJax errors"
+            assert not state["rawMath"], f"{name}: raw TeX left in the text"
+            broken = [src for src, ok in state["images"] if not ok]
+            assert not broken, f"{name}: images not loaded: {broken}"
+            seen_math += state["math"]
+            seen_images += len(state["images"])
+            for href in parsed(built / name).hrefs:
+                target = urljoin(site + name, href)
+                if not target.startswith(site):
+                    continue                                # external (none expected) or a file URL
+                parts = urlsplit(target)
+                path = built / (parts.path[len(urlsplit(site).path):] or "index.html")
+                assert path.exists(), f"{name}: link to a missing page {href}"
+                if parts.fragment and path.suffix == ".html":
+                    assert parts.fragment in parsed(path).ids, f"{name}: link to a missing anchor {href}"
     assert not problems, "\n".join(problems)
     assert seen_math > 100 and seen_images > 20, "the book has too little math or too few figures"
-    page.close()
+    for tab in tabs:
+        tab.close()
 
 
 @pytest.mark.notebook

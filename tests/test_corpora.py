@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import shutil
 import tarfile
+import urllib.error
 import zipfile
 
 import pytest
@@ -318,7 +319,7 @@ def test_a_known_sha256_decides_alone(tmp_path, monkeypatch):
 
 def test_the_offline_message_names_each_address_tried(tmp_path, monkeypatch):
     def offline(url, target):
-        raise corpora.urllib.error.URLError("Temporary failure in name resolution")
+        raise urllib.error.URLError("Temporary failure in name resolution")
     monkeypatch.setattr(corpora, "_download", offline)
     with pytest.raises(CorpusError) as err:
         fetch("ptb", dest=tmp_path / "ptb")

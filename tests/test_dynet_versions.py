@@ -8,9 +8,10 @@ import os
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 from autograder import chapters
-from tests.conftest import ROOT
+from tests.conftest import ROOT, once_per_run
 
 OTHER_DYNET = "dyNET38==2.2"
 SUITES = ["tests/test_cells.py", "tests/test_lm.py", "tests/test_layers.py", "tests/test_data.py", "tests/test_runtime.py",
@@ -25,14 +26,19 @@ def pins():
     return [OTHER_DYNET, *found]
 
 
-def test_the_course_passes_its_tests_on_dynet_2_2(tmp_path):
-    venv = tmp_path / "venv"
+def make_environment(folder: Path):
+    """A fresh virtual environment in ``folder``/venv with dyNET38 2.2 and the pins the suite needs."""
+    venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
     # this checkout's pip installs into it (ensurepip's own pip alone took 12 s here)
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", *pins()],
-                             capture_output=True, text=True)
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                              "--quiet", *pins()], capture_output=True, text=True)
     assert install.returncode == 0, install.stderr[-3000:]
+
+
+def test_the_course_passes_its_tests_on_dynet_2_2(tmp_path_factory):
+    # built once per run, started early beside other tests (tests/conftest.py: environments_built_early)
+    python = str(once_per_run(tmp_path_factory, "dynet2.2-suite", make_environment) / "venv" / "bin" / "python")
     env = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "PYTEST_XDIST_WORKER",
                                                                "PYTEST_CURRENT_TEST", "PYTEST_XDIST_TESTRUNUID"}}
     env["PYTHONPATH"] = str(ROOT)

@@ -13,6 +13,8 @@ from autograder import grader
 from autograder.samples import make_samples
 from tests.conftest import ROOT
 
+# one unit of work: the class graded once (a module fixture), not once on each worker
+pytestmark = pytest.mark.xdist_group("grader-ch11")
 SAMPLES = {name: info for name, info in json.loads((ROOT / "autograder" / "samples" / "expected.json").read_text()).items()
            if info["notebook"] == "11_attention"}
 

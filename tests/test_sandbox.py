@@ -42,6 +42,19 @@ def test_a_correct_answer_passes(correct):
     assert problems == [] and not errors, (problems, errors, notes)
 
 
+def test_an_answer_cell_that_draws_with_matplotlib_is_graded(correct):
+    """The sandbox does not load Matplotlib before confinement (no check uses it); a cell that imports
+    it loads it from the installed packages, still readable, and draws with Agg into its scratch space."""
+    drawing = correct + textwrap.dedent("""
+        import matplotlib
+        import matplotlib.pyplot as plt
+        plt.plot([1, 2, 3]); plt.savefig("figure.png"); plt.close()
+        assert matplotlib.get_backend().lower() == "agg"
+    """)
+    problems, errors, notes = run(drawing)
+    assert problems == [] and not errors, (problems, errors, notes)
+
+
 def test_numpy_instead_of_dynet_fails_on_gradients(correct):
     detached = correct + textwrap.dedent("""
         _real = gru_step

@@ -8,6 +8,8 @@ from autograder import similarity
 from autograder.cellmarks import marks
 from tests.conftest import ROOT
 
+# one unit of work: each module fixture (the class compared) made once, not once on each worker
+pytestmark = pytest.mark.xdist_group("similarity")
 CHAPTER = "06_minibatching"
 
 # Three students who wrote chapter 06 on their own, each in their own way.
