@@ -43,10 +43,12 @@ nbformat.write(nb, path)
 """.replace("KERNEL_STARTS", str(KERNEL_STARTS)).replace("DIED_AT_START", repr(DIED_AT_START))
 
 
-def student_environ(backend="Agg", grader: Path | None = None):
+def student_environ(backend="Agg", grader: Path | None = None, graded: bool = False):
     """The student's shell: nothing of the repository or its environment on any path; Matplotlib
     draws with ``backend`` (no windows). ``grader``: a folder holding only the grader's package, put on
-    Python's path (for a notebook's hidden tests; the student's environment holds no grader)."""
+    Python's path (for a notebook's hidden tests; the student's environment holds no grader).
+    ``graded``: NBGRADER_EXECUTION set, as `nbgrader validate` and the autograder set it (an exercise
+    then trains smaller models, and the capstone loads its saved model)."""
     env = {k: v for k, v in os.environ.items()
            if k not in {"PYTHONPATH", "VIRTUAL_ENV", "NBGRADER_EXECUTION", "JUPYTER_PATH",
                         "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH"}}
@@ -55,6 +57,8 @@ def student_environ(backend="Agg", grader: Path | None = None):
     env["MPLBACKEND"] = backend
     if grader is not None:
         env["PYTHONPATH"] = str(grader)
+    if graded:
+        env["NBGRADER_EXECUTION"] = "autograde"
     return env
 
 
@@ -73,17 +77,17 @@ class Student:
         self.home, self.release, self.venv = home, home / "course-release", home / "venv"
         self.python = self.venv / "bin" / "python"
 
-    def run(self, *args, timeout=900, check=True, cwd=None, backend="Agg", grader=None):
+    def run(self, *args, timeout=900, check=True, cwd=None, backend="Agg", grader=None, graded=False):
         done = subprocess.run([str(a) for a in args], cwd=cwd or self.release,
-                              env=student_environ(backend, grader),
+                              env=student_environ(backend, grader, graded),
                               capture_output=True, text=True, timeout=timeout)
         if check:
             assert done.returncode == 0, f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         return done
 
-    def execute(self, notebook: Path, allow_errors=False, backend="Agg", grader=None):
+    def execute(self, notebook: Path, allow_errors=False, backend="Agg", grader=None, graded=False):
         return self.run(self.python, "-c", RUN_NOTEBOOK, notebook, *(["errors"] if allow_errors else []),
-                        cwd=notebook.parent, check=False, backend=backend, grader=grader)
+                        cwd=notebook.parent, check=False, backend=backend, grader=grader, graded=graded)
 
 
 def editable(dynet: str) -> bool:

@@ -4,7 +4,8 @@ alone (the student's dependencies only) into a fresh virtual environment, once w
 copied alone into site-packages, finding the course's data from the notebook's folder) (the DyNet of macOS, Windows, Linux aarch64 and Python 3.13: its Linux x86-64
 wheel is built from the same source), and run there: every lecture, every exercise with the
 answers and the grader's hidden tests put back (the grader's package alone on the path for them: the
-solutions run nowhere else), `nbgrader validate` on a solved
+solutions run nowhere else; on 2.2 as a student runs them, on 2.1 as `nbgrader validate` and the
+autograder run them, the capstone graded from the model its 2.2 run trained), `nbgrader validate` on a solved
 exercise, `python -m course train`, and the message a student gets for `1 - z` on DyNet 2.2.
 
 The two environments are built once per test run and shared by the xdist workers (tests/student.py);
@@ -12,19 +13,24 @@ each costs a minute or two of pip with a warm cache. Each lecture runs once per 
 on DyNet 2.1 the book's build (tests/test_book.py) shows the outputs of that same run.
 """
 import json
+import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder import chapters, exercises
+from autograder.probes import ch10_capstone as probes
 from autograder.notebook_runner import stderr_in_graded_cells, with_answers
-from tests.conftest import ROOT
+from tests.conftest import ROOT, once_per_run
 from tests.student import editable, grader_alone, lecture_run, student_on
 
 DYNETS = ["2.1", "2.2"]
 LECTURES = [c.notebook("lectures").name for c in chapters.load()]     # the chapter manifest
 EXERCISES = [c.notebook("exercises").name for c in chapters.load()]
+GRADED_ON = "2.1"                  # the DyNet of the hub and of the grader's machine (Linux x86-64)
+CAPSTONE = "10_capstone.ipynb"
+CAPSTONE_MODEL = probes.CHECKPOINT_NAME        # the folder the capstone saves its model to, beside the notebook
 INSTRUCTOR_ONLY = ["jupyterhub", "pamela", "sphinx", "myst-nb", "pytest", "playwright", "nh3"]
 @pytest.fixture(scope="session", params=DYNETS, ids=[f"dynet{v}" for v in DYNETS])
 def student(request, tmp_path_factory):
@@ -58,17 +64,60 @@ def test_lecture_runs_in_the_release(student, name, tmp_path_factory):
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", EXERCISES)
-def test_solved_exercise_passes_its_hidden_tests_in_the_release(student, name, tmp_path):
+def test_solved_exercise_passes_its_hidden_tests_in_the_release(student, name, tmp_path_factory):
     """The release's exercise with the answers and the grader's hidden tests put back (the solution notebook,
     cell for cell: tests/test_notebooks.py), run in the student's environment with the grader's package alone
     beside it: every cell runs, the visible and the hidden checks pass, and no graded cell writes to stderr
-    (nbgrader would score it 0)."""
-    solved = student.release / "exercises" / f"solved_{name}"
-    nbformat.write(exercises.inject_solutions(nbformat.read(student.release / "exercises" / name, as_version=4),
-                                              nbformat.read(ROOT / "solutions" / name, as_version=4)), solved)
-    result = student.execute(solved, grader=grader_alone(tmp_path / "grader"))
-    assert result.returncode == 0, f"exercises/{name} solved failed in the release:\n{result.stderr[-4000:]}"
-    assert not stderr_in_graded_cells(nbformat.read(solved, as_version=4)), "graded cells wrote to stderr"
+    (nbgrader would score it 0).
+
+    On DyNet 2.2 (a laptop's: macOS, Windows) it runs as a student runs it; on 2.1 (the hub's and the
+    grader's machine) as `nbgrader validate` and the autograder run it, NBGRADER_EXECUTION set: the exercises
+    train their smaller models, and the capstone loads the model its 2.2 run trained and saved (a laptop's
+    model, graded where the grader runs) rather than training for another 60 seconds."""
+    graded = student.home.name == f"student-dynet{GRADED_ON}"
+    model = None
+    if name == CAPSTONE and graded:
+        trained = solved_run(tmp_path_factory, student_on(tmp_path_factory, "2.2"), name)
+        assert (trained / "returncode").read_text() == "0", f"the capstone did not train on DyNet 2.2:\n" \
+                                                             f"{(trained / 'stderr').read_text()[-4000:]}"
+        model = trained / CAPSTONE_MODEL
+    if name == CAPSTONE and not graded:
+        ran = solved_run(tmp_path_factory, student, name)            # once: the 2.1 run grades its model
+    else:
+        ran = solved_run(tmp_path_factory, student, name, graded=graded, model=model, once=False)
+    assert (ran / "returncode").read_text() == "0", \
+        f"exercises/{name} solved failed in the release:\n{(ran / 'stderr').read_text()[-4000:]}"
+    executed = nbformat.read(ran / name, as_version=4)
+    assert not stderr_in_graded_cells(executed), "graded cells wrote to stderr"
+    if model is not None:
+        printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
+        assert f"loaded {CAPSTONE_MODEL}/" in printed, "the graded capstone did not load the saved model"
+
+
+def solved_run(tmp_path_factory, student, name, graded=False, model: Path | None = None, once=True) -> Path:
+    """exercises/``name`` solved (the answers and the hidden tests put back) and executed in ``student``'s
+    release: a folder holding ``returncode``, ``stderr`` and, when it ran to the end, the executed notebook
+    and the capstone's saved model. ``model``: a saved capstone model put beside the notebook first.
+    ``once``: one run per test run, shared (the capstone's 2.2 run, which the 2.1 run grades)."""
+    def execute(folder: Path):
+        solved = student.release / "exercises" / f"solved_{name}"
+        nbformat.write(exercises.inject_solutions(nbformat.read(student.release / "exercises" / name, as_version=4),
+                                                  nbformat.read(ROOT / "solutions" / name, as_version=4)), solved)
+        if model is not None:
+            shutil.copytree(model, solved.parent / CAPSTONE_MODEL, dirs_exist_ok=True)
+        done = student.execute(solved, grader=grader_alone(folder / "grader"), graded=graded)
+        (folder / "returncode").write_text(str(done.returncode))
+        (folder / "stderr").write_text(done.stderr)
+        if done.returncode == 0:
+            shutil.copy(solved, folder / name)
+            if name == CAPSTONE and not graded:
+                shutil.copytree(solved.parent / CAPSTONE_MODEL, folder / CAPSTONE_MODEL)
+    key = f"{student.home.name}-solved-{name}"
+    if once:
+        return once_per_run(tmp_path_factory, key, execute)
+    folder = tmp_path_factory.mktemp(key)
+    execute(folder)
+    return folder
 
 
 def test_nbgrader_validate_passes_a_solved_exercise_and_fails_the_stub(student):
