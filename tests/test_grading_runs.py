@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import grade
@@ -58,10 +59,21 @@ def test_a_run_waits_for_a_gradebook_locked_longer_than_sqlites_default(tmp_path
 
 
 def test_a_run_past_its_time_is_killed_and_the_next_one_grades(tmp_path):
+    """The killed run's answer cell sleeps a minute, so that it outlives its second on any machine (a
+    plain run of this submission can finish within one); the next run grades the submission as it was."""
     course = tmp_path / "course"
     grade.autograde(class_of_copies(tmp_path / "class", 1), course=course, workers=1)
+    submitted = course / "submitted" / "s00" / "05_gru" / "05_gru.ipynb"
+    as_submitted = submitted.read_bytes()
+    slow = nbformat.reads(as_submitted.decode(), as_version=4)
+    answer = next(c for c in slow.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    answer.source = "import time\ntime.sleep(60)\n" + answer.source
+    nbformat.write(slow, submitted)
+    started = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
         grade.nbgrader("autograde", "05_gru", "--student", "s00", "--force", course=course, timeout=1)
+    assert time.monotonic() - started < 30, "the run was not stopped at its time"
+    submitted.write_bytes(as_submitted)
     grade.autograde_submission(course, "s00", "05_gru")
     [record] = grade.load_records(course)
     assert (record["status"], record["score"]) == ("graded", 5.0), record
