@@ -42,6 +42,7 @@ def _main(course: str, argv: list, env: dict, log: str, cpu_s: int | None, memor
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
     os.environ.clear()
     os.environ.update(env)
+    tempfile.tempdir = None          # the temporary folder of this environment (TMPDIR), not the server's
     os.chdir(course)
     fd = os.open(log, os.O_WRONLY | os.O_TRUNC)
     os.dup2(fd, 1)

@@ -502,6 +502,9 @@ def namespaces() -> tuple:
     return _namespaces
 
 
+PR_SET_PDEATHSIG = 1           # prctl(2)
+
+
 def _limit(limits: Limits):
     # On the GPU (COURSE_GPU=1) CUDA reserves far more address space than memory_mb when it
     # starts, so the cap is on the data segment there (private writable memory: what NumPy
@@ -509,8 +512,18 @@ def _limit(limits: Limits):
     import resource                    # the grader's side only: the confined process loads what it did
     from course import runtime
     memory = resource.RLIMIT_DATA if runtime.gpu_requested() else resource.RLIMIT_AS
+    # The sandbox's first process is killed when the grading process dies (an nbgrader run killed at
+    # its time, a Dask worker killed): in its own session, it would otherwise run on, orphaned, for as
+    # long as the submission keeps it busy; unshare's --kill-child then ends the whole namespace.
+    # prctl is looked up here, before the fork: the child only calls it.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+    grader = os.getpid()
 
     def apply():
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != grader:            # the grader died before the line above
+                os._exit(1)
         resource.setrlimit(memory, (limits.memory_mb << 20,) * 2)
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_mb << 20,) * 2)

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import nbformat
 import pytest
@@ -68,8 +70,9 @@ def grader_file_hashes() -> dict:
 
 def sandbox_processes(boxes) -> list:
     """Processes still running from this run's sandboxes (their working folders are in
-    ``boxes``; other grading runs on the machine are not counted)."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    ``boxes``; other grading runs on the machine are not counted). `ps -ww`: without it, under pytest,
+    ps cut its lines at 80 columns, before the folder's name, and this found nothing, ever."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if "autograder.sandbox" in line and str(boxes) in line]
 
 
@@ -105,14 +108,32 @@ def grade_the_class(tmp):
     before = grader_file_hashes()
     course, boxes = tmp / "course", tmp / "sandboxes"
     boxes.mkdir()
-    saved, tempfile.tempdir = tempfile.tempdir, str(boxes)      # this run's sandboxes live here
+    # this run's sandboxes live here: each nbgrader run makes them in its environment's TMPDIR
+    saved, tempfile.tempdir = tempfile.tempdir, str(boxes)
+    saved_env, os.environ["TMPDIR"] = os.environ.get("TMPDIR"), str(boxes)
+    seen, grading = [], threading.Event()        # sandboxes seen while it grades: the check below can see them
+
+    def watch():
+        while not grading.wait(0.5):
+            seen.extend(sandbox_processes(boxes)[:1])
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         records = grade.autograde(submissions, course=course, workers=2, limits=LIMITS)
     finally:
+        grading.set()
+        watcher.join()
+        if saved_env is None:
+            os.environ.pop("TMPDIR")
+        else:
+            os.environ["TMPDIR"] = saved_env
         tempfile.tempdir = saved
         remove_deep(deep)
+    deadline = time.monotonic() + 10              # a namespace's last processes, being reaped, may show a moment
+    while sandbox_processes(boxes) and time.monotonic() < deadline:
+        time.sleep(0.5)
     (tmp / "graded.json").write_text(json.dumps({"records": records, "before": before, "after": grader_file_hashes(),
-                                                 "leftovers": sandbox_processes(boxes)}))
+                                                 "leftovers": sandbox_processes(boxes), "seen": len(seen)}))
 
 
 def graded_class(tmp_path_factory) -> dict:
@@ -199,6 +220,7 @@ def test_no_grader_file_changes_and_nothing_outlives_the_sandbox(graded):
     assert not (ROOT / "autograder" / "reference" / "ch99_planted.py").exists()
     rewritten = json.loads((graded["course"] / "trusted" / "rewrites_results" / "05_gru.json").read_text())
     assert rewritten["score"] == expected_score("rewrites_results") and rewritten["cells"], "a forged result"
+    assert graded["seen"] > 0, "no sandbox was seen while the class was graded: the check of what outlives them is blind"
     assert graded["leftovers"] == [], f"processes the sandbox started are still alive: {graded['leftovers']}"
     assert "Network is unreachable" in graded["records"]["udp_send"]["reason"], "a datagram could leave"
 

@@ -58,9 +58,17 @@ def test_a_run_waits_for_a_gradebook_locked_longer_than_sqlites_default(tmp_path
     assert (record["status"], record["score"]) == ("graded", 5.0), record
 
 
+def orphaned_sandboxes() -> list:
+    """Sandbox processes whose grading process is gone: their parent is now init (PID 1). (`ps -ww`:
+    under pytest, ps cut its lines at 80 columns, before the command's module name.)"""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines()[1:] if "autograder.sandbox" in line and line.split()[1] == "1"]
+
+
 def test_a_run_past_its_time_is_killed_and_the_next_one_grades(tmp_path):
     """The killed run's answer cell sleeps a minute, so that it outlives its second on any machine (a
-    plain run of this submission can finish within one); the next run grades the submission as it was."""
+    plain run of this submission can finish within one); its sandbox is killed with it (it ran on,
+    orphaned, before); the next run grades the submission as it was."""
     course = tmp_path / "course"
     grade.autograde(class_of_copies(tmp_path / "class", 1), course=course, workers=1)
     submitted = course / "submitted" / "s00" / "05_gru" / "05_gru.ipynb"
@@ -73,6 +81,10 @@ def test_a_run_past_its_time_is_killed_and_the_next_one_grades(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         grade.nbgrader("autograde", "05_gru", "--student", "s00", "--force", course=course, timeout=1)
     assert time.monotonic() - started < 30, "the run was not stopped at its time"
+    deadline = time.monotonic() + 10                 # its sandbox dies with it, not a minute later
+    while orphaned_sandboxes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not orphaned_sandboxes(), "the killed run's sandbox runs on:\n" + "\n".join(orphaned_sandboxes())
     submitted.write_bytes(as_submitted)
     grade.autograde_submission(course, "s00", "05_gru")
     [record] = grade.load_records(course)
