@@ -4,6 +4,7 @@ the slowest of it started early, in the background (environments_built_early).""
 import fcntl
 import os
 import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -44,6 +45,14 @@ def run_folder(tmp_path_factory) -> Path:
     temporary folder is a popen-gwN inside it); without xdist, the run's own."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def sandbox_processes() -> list:
+    """(parent's pid, command line) of every grading sandbox process on the machine. `ps -ww`: without
+    it, under pytest, ps cut its lines at 80 columns, before the module's and the folder's names."""
+    out = subprocess.run(["ps", "-ww", "-eo", "ppid,args"], capture_output=True, text=True).stdout
+    return [(int(ppid), args) for ppid, _, args in (line.strip().partition(" ") for line in out.splitlines()[1:])
+            if "autograder.sandbox" in args]
 
 
 def once_per_run(tmp_path_factory, name: str, build, wait: bool = True) -> Path | None:

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from unittest import mock
 
 import nbformat
 import pytest
@@ -25,7 +26,7 @@ from autograder.cellmarks import marks
 from autograder.reference.grading import all_checks
 from autograder.samples import make_samples
 from course.files import sha256_of
-from tests.conftest import ROOT, make_deep, once_per_run, remove_deep
+from tests.conftest import ROOT, make_deep, once_per_run, remove_deep, sandbox_processes
 
 pytestmark = pytest.mark.xdist_group("sample-class")   # one worker writes feedback and exports into the class
 SAMPLES = ROOT / "autograder" / "samples"
@@ -68,12 +69,10 @@ def grader_file_hashes() -> dict:
     return found
 
 
-def sandbox_processes(boxes) -> list:
+def sandboxes_in(boxes) -> list:
     """Processes still running from this run's sandboxes (their working folders are in
-    ``boxes``; other grading runs on the machine are not counted). `ps -ww`: without it, under pytest,
-    ps cut its lines at 80 columns, before the folder's name, and this found nothing, ever."""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "autograder.sandbox" in line and str(boxes) in line]
+    ``boxes``; other grading runs on the machine are not counted)."""
+    return [args for _, args in sandbox_processes() if str(boxes) in args]
 
 
 def grade_the_class(tmp):
@@ -110,30 +109,26 @@ def grade_the_class(tmp):
     boxes.mkdir()
     # this run's sandboxes live here: each nbgrader run makes them in its environment's TMPDIR
     saved, tempfile.tempdir = tempfile.tempdir, str(boxes)
-    saved_env, os.environ["TMPDIR"] = os.environ.get("TMPDIR"), str(boxes)
     seen, grading = [], threading.Event()        # sandboxes seen while it grades: the check below can see them
 
     def watch():
         while not grading.wait(0.5):
-            seen.extend(sandbox_processes(boxes)[:1])
+            seen.extend(sandboxes_in(boxes)[:1])
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        records = grade.autograde(submissions, course=course, workers=2, limits=LIMITS)
+        with mock.patch.dict(os.environ, {"TMPDIR": str(boxes)}):
+            records = grade.autograde(submissions, course=course, workers=2, limits=LIMITS)
     finally:
         grading.set()
         watcher.join()
-        if saved_env is None:
-            os.environ.pop("TMPDIR")
-        else:
-            os.environ["TMPDIR"] = saved_env
         tempfile.tempdir = saved
         remove_deep(deep)
     deadline = time.monotonic() + 10              # a namespace's last processes, being reaped, may show a moment
-    while sandbox_processes(boxes) and time.monotonic() < deadline:
+    while sandboxes_in(boxes) and time.monotonic() < deadline:
         time.sleep(0.5)
     (tmp / "graded.json").write_text(json.dumps({"records": records, "before": before, "after": grader_file_hashes(),
-                                                 "leftovers": sandbox_processes(boxes), "seen": len(seen)}))
+                                                 "leftovers": sandboxes_in(boxes), "seen": len(seen)}))
 
 
 def graded_class(tmp_path_factory) -> dict:

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from autograder import grade
-from tests.conftest import ROOT
+from tests.conftest import ROOT, sandbox_processes
 
 SAMPLES = ROOT / "autograder" / "samples" / "submissions"
 
@@ -59,10 +59,8 @@ def test_a_run_waits_for_a_gradebook_locked_longer_than_sqlites_default(tmp_path
 
 
 def orphaned_sandboxes() -> list:
-    """Sandbox processes whose grading process is gone: their parent is now init (PID 1). (`ps -ww`:
-    under pytest, ps cut its lines at 80 columns, before the command's module name.)"""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines()[1:] if "autograder.sandbox" in line and line.split()[1] == "1"]
+    """Sandbox processes whose grading process is gone: their parent is now init (PID 1)."""
+    return [args for ppid, args in sandbox_processes() if ppid == 1]
 
 
 def test_a_run_past_its_time_is_killed_and_the_next_one_grades(tmp_path):
